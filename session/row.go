@@ -1,0 +1,192 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"meka.dev/meka/model"
+)
+
+// Row is one entry of a session's log.
+type Row struct {
+	// Seq orders the rows of a session; assigned by the store.
+	Seq int64 `json:"seq"`
+	// Turn numbers the turn the row belongs to, from 1.
+	Turn  int64     `json:"turn"`
+	Time  time.Time `json:"time"`
+	Entry Entry     `json:"-"`
+}
+
+// Entry is the payload of a row. The variants are UserMessage,
+// AssistantMessage, ToolResult, Notice and Compaction.
+type Entry interface{ Kind() string }
+
+// User message sources.
+const (
+	SourceUser     = ""         // typed by a person
+	SourceSchedule = "schedule" // a scheduled job's prompt
+	SourceTask     = "task"     // background task reports
+	SourceSteer    = "steer"    // a message sent mid-turn
+)
+
+// UserMessage is what the user (or a job, or a task report) said, with
+// attachments in place.
+type UserMessage struct {
+	Parts  model.Parts `json:"parts"`
+	Source string      `json:"source,omitempty"`
+}
+
+// AssistantMessage is one model response: text, thinking and tool calls.
+type AssistantMessage struct {
+	Parts model.Parts      `json:"parts"`
+	Usage model.Usage      `json:"usage"`
+	Stop  model.StopReason `json:"stop"`
+	Model string           `json:"model,omitempty"`
+}
+
+// Tool result statuses.
+const (
+	StatusOK       = "ok"       // the tool ran and succeeded
+	StatusError    = "error"    // the tool ran and reported an error
+	StatusRefused  = "refused"  // the call was refused before it ran
+	StatusCanceled = "canceled" // the call never finished
+)
+
+// ToolResult answers one tool call.
+type ToolResult struct {
+	CallID  string      `json:"call_id"`
+	Name    string      `json:"name"`
+	Status  string      `json:"status"`
+	Content model.Parts `json:"content"`
+	// Change is what the call changed, such as a unified diff.
+	Change string `json:"change,omitempty"`
+	// State is structured data a tool records for folds and front doors.
+	State json.RawMessage `json:"state,omitempty"`
+}
+
+// Accepted reports whether the call ran and succeeded, so that folds may
+// apply it.
+func (r ToolResult) Accepted() bool { return r.Status == StatusOK }
+
+// Notice severities.
+const (
+	SeverityInfo    = "info"
+	SeverityWarning = "warning"
+	SeverityError   = "error"
+)
+
+// Notice is something front doors show between messages: a stage
+// direction, a warning, an error.
+type Notice struct {
+	Severity    string `json:"severity"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+}
+
+// Compaction replaces the rows before KeptFrom with Summary when the
+// conversation is sent to the model, and records every fold's state at
+// this point.
+type Compaction struct {
+	Summary  string `json:"summary"`
+	KeptFrom int64  `json:"kept_from"`
+	// Checkpoint maps a fold's name to its state at the boundary.
+	Checkpoint map[string]json.RawMessage `json:"checkpoint,omitempty"`
+}
+
+func (UserMessage) Kind() string      { return "user" }
+func (AssistantMessage) Kind() string { return "assistant" }
+func (ToolResult) Kind() string       { return "tool_result" }
+func (Notice) Kind() string           { return "notice" }
+func (Compaction) Kind() string       { return "compaction" }
+
+// EncodeEntry returns an entry's kind and JSON payload, as stores keep them.
+func EncodeEntry(e Entry) (kind string, payload []byte, err error) {
+	payload, err = json.Marshal(e)
+	if err != nil {
+		return "", nil, fmt.Errorf("encode %s row: %w", e.Kind(), err)
+	}
+	return e.Kind(), payload, nil
+}
+
+// DecodeEntry is the inverse of EncodeEntry.
+func DecodeEntry(kind string, payload []byte) (Entry, error) {
+	var e Entry
+	var err error
+	switch kind {
+	case "user":
+		var v UserMessage
+		err, e = json.Unmarshal(payload, &v), &v
+	case "assistant":
+		var v AssistantMessage
+		err, e = json.Unmarshal(payload, &v), &v
+	case "tool_result":
+		var v ToolResult
+		err, e = json.Unmarshal(payload, &v), &v
+	case "notice":
+		var v Notice
+		err, e = json.Unmarshal(payload, &v), &v
+	case "compaction":
+		var v Compaction
+		err, e = json.Unmarshal(payload, &v), &v
+	default:
+		return nil, fmt.Errorf("decode row: unknown kind %q", kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode %s row: %w", kind, err)
+	}
+	return deref(e), nil
+}
+
+// deref turns the pointer DecodeEntry filled into the value variants are
+// used as.
+func deref(e Entry) Entry {
+	switch v := e.(type) {
+	case *UserMessage:
+		return *v
+	case *AssistantMessage:
+		return *v
+	case *ToolResult:
+		return *v
+	case *Notice:
+		return *v
+	case *Compaction:
+		return *v
+	}
+	return e
+}
+
+// MarshalJSON writes a row with its kind, for `meka sessions show --json`.
+func (r Row) MarshalJSON() ([]byte, error) {
+	kind, payload, err := EncodeEntry(r.Entry)
+	if err != nil {
+		return nil, err
+	}
+	type wire struct {
+		Seq   int64           `json:"seq"`
+		Turn  int64           `json:"turn"`
+		Time  time.Time       `json:"time"`
+		Kind  string          `json:"kind"`
+		Entry json.RawMessage `json:"entry"`
+	}
+	return json.Marshal(wire{r.Seq, r.Turn, r.Time, kind, payload})
+}
+
+func (r *Row) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Seq   int64           `json:"seq"`
+		Turn  int64           `json:"turn"`
+		Time  time.Time       `json:"time"`
+		Kind  string          `json:"kind"`
+		Entry json.RawMessage `json:"entry"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	e, err := DecodeEntry(w.Kind, w.Entry)
+	if err != nil {
+		return err
+	}
+	*r = Row{Seq: w.Seq, Turn: w.Turn, Time: w.Time, Entry: e}
+	return nil
+}

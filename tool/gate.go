@@ -1,0 +1,136 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"meka.dev/meka/permission"
+)
+
+// DefaultApprovalTimeout is how long an approval request waits for an
+// answer before it counts as Deny.
+const DefaultApprovalTimeout = 30 * time.Minute
+
+// Gate decides at dispatch whether a call may run, from the level the
+// session holds at that moment. It is safe for concurrent use.
+type Gate struct {
+	// Level returns the session's level now; it is read at every call so
+	// that a change applies to the next call, even inside a running turn.
+	Level func() permission.Level
+	// Overrides replaces the level a tool declares ([tools.tool_permissions]).
+	Overrides map[string]permission.Level
+	// Approvals puts a call above the session's level to Asker instead of
+	// refusing it.
+	Approvals bool
+	// Asker is asked when Approvals is on. Nil denies.
+	Asker permission.Asker
+	// Timeout bounds an approval; zero means DefaultApprovalTimeout.
+	Timeout time.Duration
+
+	mu     sync.Mutex // guards sticky
+	sticky map[string]permission.Decision
+}
+
+// Verdict is a Gate's decision on one call.
+type Verdict struct {
+	Allowed bool
+	// Level is what the call runs at: the session's level, or the level the
+	// call needs when a person approved it.
+	Level permission.Level
+	// Reason tells the model why a call was refused.
+	Reason string
+}
+
+// Needs returns the level a call of t needs, overrides applied.
+func (g *Gate) Needs(t Tool) permission.Level {
+	s := t.Spec()
+	if l, ok := g.Overrides[s.Name]; ok {
+		return l
+	}
+	return s.Level
+}
+
+// Check decides whether call may run.
+func (g *Gate) Check(ctx context.Context, t Tool, call Call) Verdict {
+	has := permission.Unrestricted
+	if g.Level != nil {
+		has = g.Level()
+	}
+	needs := g.Needs(t)
+	name := t.Spec().Name
+	if has == permission.None {
+		return Verdict{Reason: fmt.Sprintf("%s was refused: this session's permission level is none, so no tool may run.", name)}
+	}
+	if has.Allows(needs) {
+		return Verdict{Allowed: true, Level: has}
+	}
+	refusal := fmt.Sprintf("%s was refused: it needs the %s permission level and this session has %s. Do the work with tools your level allows, or ask the user to raise the level.", name, needs, has)
+	if !g.Approvals {
+		return Verdict{Reason: refusal}
+	}
+	g.mu.Lock()
+	d, ok := g.sticky[name]
+	g.mu.Unlock()
+	if ok {
+		if d.Allowed() {
+			return Verdict{Allowed: true, Level: needs}
+		}
+		return Verdict{Reason: fmt.Sprintf("%s was refused: the user chose to always deny it in this session.", name)}
+	}
+	d = g.ask(ctx, permission.Request{
+		SessionID: call.SessionID, CallID: call.ID, Tool: name,
+		Title: Title(t, call.Arguments), Arguments: call.Arguments,
+		Needs: needs, Has: has,
+	})
+	if d.Sticky() {
+		g.mu.Lock()
+		if g.sticky == nil {
+			g.sticky = make(map[string]permission.Decision)
+		}
+		g.sticky[name] = d
+		g.mu.Unlock()
+	}
+	if d.Allowed() {
+		return Verdict{Allowed: true, Level: needs}
+	}
+	return Verdict{Reason: fmt.Sprintf("%s was refused: the user denied this call.", name)}
+}
+
+func (g *Gate) ask(ctx context.Context, req permission.Request) permission.Decision {
+	if g.Asker == nil {
+		return permission.Deny
+	}
+	timeout := g.Timeout
+	if timeout <= 0 {
+		timeout = DefaultApprovalTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type answer struct {
+		d   permission.Decision
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		d, err := g.Asker.Ask(ctx, req)
+		ch <- answer{d, err}
+	}()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return permission.Deny
+		}
+		return a.d
+	case <-ctx.Done():
+		return permission.Deny
+	}
+}
+
+// Forget drops every sticky answer (a session closed or swept).
+func (g *Gate) Forget() {
+	g.mu.Lock()
+	g.sticky = nil
+	g.mu.Unlock()
+}

@@ -1,0 +1,101 @@
+package tool
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// Registry holds the tools a session may offer. It is safe for concurrent
+// use.
+type Registry struct {
+	mu    sync.RWMutex // guards tools and order
+	tools map[string]Tool
+	order []string
+	deny  []string
+}
+
+// NewRegistry returns a registry that hides every tool whose name matches
+// one of the deny globs (path.Match syntax, e.g. "shell_*").
+func NewRegistry(deny ...string) *Registry {
+	return &Registry{tools: make(map[string]Tool), deny: deny}
+}
+
+// Add registers tools. A tool the deny filters match is silently left
+// out: filtering is how a user disables a feature. Adding a second tool
+// of the same name is a programming error.
+func (r *Registry) Add(tools ...Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range tools {
+		name := t.Spec().Name
+		if r.denied(name) {
+			continue
+		}
+		if _, ok := r.tools[name]; ok {
+			return fmt.Errorf("add tool %s: already registered", name)
+		}
+		if _, err := compileSchema(t.Spec()); err != nil {
+			return fmt.Errorf("add tool %s: %w", name, err)
+		}
+		r.tools[name] = t
+		r.order = append(r.order, name)
+	}
+	return nil
+}
+
+// Denied reports whether the filters remove name.
+func (r *Registry) Denied(name string) bool {
+	return r.denied(name)
+}
+
+func (r *Registry) denied(name string) bool {
+	for _, g := range r.deny {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Get returns the tool called name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Has reports whether every name is registered.
+func (r *Registry) Has(names ...string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, n := range names {
+		if _, ok := r.tools[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Tools returns the registered tools in the order they were added.
+func (r *Registry) Tools() []Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Tool, 0, len(r.order))
+	for _, n := range r.order {
+		out = append(out, r.tools[n])
+	}
+	return out
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := slices.Clone(r.order)
+	sort.Strings(names)
+	return names
+}
