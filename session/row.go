@@ -28,6 +28,9 @@ const (
 	SourceSchedule = "schedule" // a scheduled job's prompt
 	SourceTask     = "task"     // background task reports
 	SourceSteer    = "steer"    // a message sent mid-turn
+	// SourceReminder marks text meka itself put before the model, such as a
+	// checklist nudge; it is not the user's words.
+	SourceReminder = "reminder"
 )
 
 // UserMessage is what the user (or a job, or a task report) said, with

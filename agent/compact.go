@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+)
+
+// ErrNothingToCompact is returned by Compact when every row is part of
+// the most recent turn, which compaction always keeps.
+var ErrNothingToCompact = errors.New("nothing to compact: only the current turn is in the context")
+
+const compactSystem = `You are summarizing a conversation between a user and a coding agent so the agent can continue the work with only your summary and the most recent messages.`
+
+const compactInstruction = `Summarize the conversation above for the agent that will continue it. Keep: the user's goals and constraints in their own words; decisions made and why; files read, created or changed, with what changed; commands run and what they showed; errors met and how they were resolved; what remains to be done. Be specific (paths, names, numbers). Do not invent anything. Reply with the summary only.`
+
+// Compact summarizes the turns before the most recent one now. It fails
+// with ErrBusy while a turn runs (the turn compacts by itself when it must).
+// A compaction that fails or is canceled leaves the log as it was.
+func (e *Engine) Compact(ctx context.Context) error {
+	if !e.running.TryLock() {
+		return ErrBusy
+	}
+	defer e.running.Unlock()
+	e.mu.Lock()
+	turn := session.LastTurn(e.rows)
+	e.mu.Unlock()
+	return e.compact(ctx, turn)
+}
+
+// maybeCompact compacts when the next request would pass CompactAt of the
+// context window.
+func (e *Engine) maybeCompact(ctx context.Context, turn int64) error {
+	if e.opts.ContextWindow <= 0 {
+		return nil
+	}
+	e.mu.Lock()
+	estimate := e.lastCtx + e.addedLen/4
+	e.mu.Unlock()
+	if float64(estimate) < e.opts.CompactAt*float64(e.opts.ContextWindow) {
+		return nil
+	}
+	err := e.compact(ctx, turn)
+	if errors.Is(err, ErrNothingToCompact) {
+		return nil
+	}
+	return err
+}
+
+func (e *Engine) compact(ctx context.Context, turn int64) error {
+	e.mu.Lock()
+	rows := append([]session.Row(nil), e.rows...)
+	e.mu.Unlock()
+
+	keep := len(rows)
+	for i, r := range rows {
+		if r.Turn == turn {
+			keep = i
+			break
+		}
+	}
+	prevKept := int64(0)
+	if i := session.LatestCompaction(rows); i >= 0 {
+		prevKept = rows[i].Entry.(session.Compaction).KeptFrom
+	}
+	if keep == len(rows) || keep == 0 || rows[keep].Seq <= prevKept {
+		return ErrNothingToCompact
+	}
+	keptFrom := rows[keep].Seq
+
+	msgs := BuildView(rows[:keep])
+	msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: model.Parts{model.Text{Text: compactInstruction}}})
+	resp, err := model.Collect(e.opts.Provider.Stream(ctx, &model.Request{
+		System: compactSystem, Messages: msgs, MaxOutputTokens: e.opts.MaxOutputTokens,
+	}), nil)
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	summary := strings.TrimSpace(resp.Message.Text())
+	if summary == "" {
+		return errors.New("compact: the model returned an empty summary")
+	}
+	for _, c := range e.opts.Compactors {
+		if text := c.CompactionText(ctx); text != "" {
+			summary += "\n\n" + text
+		}
+	}
+	checkpoint, err := e.folder.Checkpoint()
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	if _, err := e.appendRows(ctx, turn, session.Compaction{Summary: summary, KeptFrom: keptFrom, Checkpoint: checkpoint}); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	e.emit(Compacted{Summary: summary, KeptFrom: keptFrom})
+	return nil
+}

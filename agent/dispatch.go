@@ -1,0 +1,206 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
+)
+
+// pending is one call of a round on its way to a result.
+type pending struct {
+	call   model.ToolCall
+	tool   tool.Tool // nil when unknown
+	spec   tool.Spec
+	run    bool // passed every check
+	call2  tool.Call
+	result session.ToolResult
+	err    error // infrastructure failure
+}
+
+// runTools dispatches a round's calls, stores the assistant message and the
+// results in one transaction, and reports a stop reason when the round
+// ends the turn.
+func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Response) (StopReason, error) {
+	calls := resp.Message.ToolCalls()
+	ps := make([]*pending, len(calls))
+	var stop StopReason
+	allBookkeeping := true
+	for i, c := range calls {
+		p := &pending{call: c}
+		ps[i] = p
+		if len(c.Arguments) == 0 {
+			p.call.Arguments = json.RawMessage("{}")
+		}
+		t, ok := e.opts.Tools.Get(c.Name)
+		if ok {
+			p.tool, p.spec = t, t.Spec()
+		}
+		if !p.spec.Bookkeeping {
+			allBookkeeping = false
+		}
+		e.emit(ToolCallStarted{CallID: c.ID, Name: c.Name, Title: e.title(p), Kind: p.spec.Kind,
+			Locations: e.locations(p), Arguments: p.call.Arguments})
+	}
+	// Checks run in call order: an approval is put to a person one at a
+	// time, and the repeat guard reads the calls as they were made.
+	for _, p := range ps {
+		ts.toolCalls++
+		switch {
+		case stop != "":
+			p.result = refused(p, "This call was not run: the turn stopped before it.")
+		case ts.toolCalls > e.opts.MaxToolCalls:
+			p.result = refused(p, fmt.Sprintf("This call was not run: the turn reached its limit of %d tool calls.", e.opts.MaxToolCalls))
+			stop = StopMaxToolCalls
+		case p.tool == nil:
+			p.result = refused(p, fmt.Sprintf("There is no tool called %q. The tools available are: %s.", p.call.Name, strings.Join(e.opts.Tools.Names(), ", ")))
+		default:
+			if err := e.validator.Validate(p.spec.Name, p.call.Arguments); err != nil {
+				p.result = refused(p, fmt.Sprintf("%s was not run: %v\nFix the arguments to match the tool's schema and call it again.", p.spec.Name, err))
+				break
+			}
+			if !p.spec.Bookkeeping {
+				switch ts.guard.observe(p.call) {
+				case repeatWarn:
+					p.result = refused(p, fmt.Sprintf("This call was not run: it is the same %s call with the same arguments %d times in a row, and its result will not change. Use the result you already have, or try a different approach. Repeating it again ends the turn.", p.spec.Name, ts.guard.count))
+					continue
+				case repeatStop:
+					p.result = refused(p, "This call was not run: the same call was repeated after a warning, so the turn was stopped.")
+					stop = StopRepeat
+					continue
+				}
+			}
+			p.call2 = tool.Call{ID: p.call.ID, Name: p.spec.Name, Arguments: p.call.Arguments,
+				SessionID: e.opts.SessionID, Cwd: e.opts.Cwd}
+			if e.opts.Gate != nil {
+				v := e.opts.Gate.Check(ctx, p.tool, p.call2)
+				if !v.Allowed {
+					p.result = refused(p, v.Reason)
+					break
+				}
+				p.call2.Level = v.Level
+			}
+			p.run = true
+		}
+	}
+
+	e.execute(ctx, ps)
+
+	entries := make([]session.Entry, 0, len(ps)+1)
+	entries = append(entries, assistantEntry(resp))
+	var failure error
+	for _, p := range ps {
+		entries = append(entries, p.result)
+		if p.err != nil && failure == nil {
+			failure = fmt.Errorf("run %s: %w", p.call.Name, p.err)
+		}
+	}
+	if _, err := e.appendRows(ctx, ts.turn, entries...); err != nil {
+		return StopFailed, err
+	}
+	for _, p := range ps {
+		e.emit(ToolCallFinished{CallID: p.call.ID, Result: p.result})
+	}
+	if allBookkeeping && stop == "" {
+		ts.charged--
+	}
+	switch {
+	case failure != nil:
+		e.notice(ctx, ts.turn, failureNotice(failure))
+		return StopFailed, failure
+	case ctx.Err() != nil:
+		return StopCanceled, nil
+	case stop == StopRepeat:
+		e.notice(ctx, ts.turn, session.Notice{Severity: session.SeverityWarning, Title: "Turn stopped: the model repeated the same tool call"})
+	case stop == StopMaxToolCalls:
+		e.notice(ctx, ts.turn, session.Notice{Severity: session.SeverityWarning, Title: fmt.Sprintf("Turn stopped after %d tool calls (the limit)", e.opts.MaxToolCalls)})
+	}
+	return stop, nil
+}
+
+// execute runs the calls that passed their checks: consecutive
+// parallel-safe calls together, the others one at a time, in call order.
+func (e *Engine) execute(ctx context.Context, ps []*pending) {
+	for i := 0; i < len(ps); {
+		if !ps[i].run {
+			i++
+			continue
+		}
+		if !ps[i].spec.ParallelSafe {
+			e.runOne(ctx, ps[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(ps) && (!ps[j].run || ps[j].spec.ParallelSafe) {
+			j++
+		}
+		var g errgroup.Group
+		g.SetLimit(e.opts.MaxParallel)
+		for _, p := range ps[i:j] {
+			if p.run {
+				g.Go(func() error { e.runOne(ctx, p); return nil })
+			}
+		}
+		_ = g.Wait()
+		i = j
+	}
+}
+
+func (e *Engine) runOne(ctx context.Context, p *pending) {
+	if ctx.Err() != nil {
+		p.result = canceled(p)
+		return
+	}
+	c := p.call2
+	c.Output = func(chunk string) { e.emit(ToolCallOutput{CallID: c.ID, Chunk: chunk}) }
+	res, err := p.tool.Run(ctx, c)
+	switch {
+	case ctx.Err() != nil && (err != nil || res.IsError):
+		p.result = canceled(p)
+		if len(res.Content) > 0 {
+			p.result.Content = append(p.result.Content, res.Content...)
+		}
+	case err != nil:
+		p.err = err
+		p.result = session.ToolResult{CallID: c.ID, Name: c.Name, Status: session.StatusError,
+			Content: model.Parts{model.Text{Text: "The tool failed inside meka: " + err.Error()}}}
+	default:
+		status := session.StatusOK
+		if res.IsError {
+			status = session.StatusError
+		}
+		p.result = session.ToolResult{CallID: c.ID, Name: c.Name, Status: status,
+			Content: res.Content, Change: res.Change, State: res.State}
+	}
+}
+
+func (e *Engine) title(p *pending) string {
+	if p.tool == nil {
+		return p.call.Name
+	}
+	return tool.Title(p.tool, p.call.Arguments)
+}
+
+func (e *Engine) locations(p *pending) []tool.Location {
+	if p.tool == nil {
+		return nil
+	}
+	return tool.Locations(p.tool, p.call.Arguments, e.opts.Cwd)
+}
+
+func refused(p *pending, msg string) session.ToolResult {
+	return session.ToolResult{CallID: p.call.ID, Name: p.call.Name, Status: session.StatusRefused,
+		Content: model.Parts{model.Text{Text: msg}}}
+}
+
+func canceled(p *pending) session.ToolResult {
+	return session.ToolResult{CallID: p.call.ID, Name: p.call.Name, Status: session.StatusCanceled,
+		Content: model.Parts{model.Text{Text: "This call was canceled before it finished."}}}
+}

@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
+)
+
+// Event is something front doors render while a turn runs. Variants are
+// the structs in this file; plugins add their own by embedding
+// PluginEvent.
+type Event interface{ isEvent() }
+
+// TurnStarted opens a turn.
+type TurnStarted struct {
+	Turn int64
+	// Input is the user message that started the turn, as stored.
+	Input session.UserMessage
+}
+
+// TextChunk is a piece of the reply.
+type TextChunk struct{ Text string }
+
+// ThoughtChunk is a piece of the model's reasoning.
+type ThoughtChunk struct{ Text string }
+
+// UserMessage is a message put before the model inside a turn: a steer, or
+// a reminder such as a checklist nudge.
+type UserMessage struct{ Message session.UserMessage }
+
+// ToolCallStarted announces a call about to run (or be refused).
+type ToolCallStarted struct {
+	CallID    string
+	Name      string
+	Title     string
+	Kind      tool.Kind
+	Locations []tool.Location
+	Arguments json.RawMessage
+}
+
+// ToolCallOutput is live output of a running call.
+type ToolCallOutput struct {
+	CallID string
+	Chunk  string
+}
+
+// ToolCallFinished closes a call with its stored result.
+type ToolCallFinished struct {
+	CallID string
+	Result session.ToolResult
+}
+
+// Notice is a stage direction or warning, also stored as a row.
+type Notice struct{ Notice session.Notice }
+
+// Usage reports tokens after every provider round.
+type Usage struct {
+	// Round is the usage of the round just finished; Turn adds up the turn.
+	Round, Turn model.Usage
+	// ContextTokens is how much of the window the last request filled.
+	ContextTokens int
+	// Window is the profile's context window, 0 when unknown.
+	Window int
+}
+
+// Compacted reports that older turns were summarized.
+type Compacted struct {
+	Summary  string
+	KeptFrom int64
+}
+
+// TurnEnded closes a turn.
+type TurnEnded struct{ Result Result }
+
+// PluginEvent is embedded by events that plugins define, such as a plan
+// change, so they satisfy Event without the engine knowing them.
+type PluginEvent struct{}
+
+func (TurnStarted) isEvent()      {}
+func (TextChunk) isEvent()        {}
+func (ThoughtChunk) isEvent()     {}
+func (UserMessage) isEvent()      {}
+func (ToolCallStarted) isEvent()  {}
+func (ToolCallOutput) isEvent()   {}
+func (ToolCallFinished) isEvent() {}
+func (Notice) isEvent()           {}
+func (Usage) isEvent()            {}
+func (Compacted) isEvent()        {}
+func (TurnEnded) isEvent()        {}
+func (PluginEvent) isEvent()      {}

@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"context"
+
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+)
+
+// RequestContributor adds a per-request view to what the model sees: its
+// parts go into the last message of the request, are rebuilt for every
+// request, and are never persisted (a plan reminder, a schedule index).
+// Contribute is called once per request from the turn's goroutine.
+type RequestContributor interface {
+	Contribute(ctx context.Context, info RequestInfo) []model.Part
+}
+
+// RequestInfo describes the request being built.
+type RequestInfo struct {
+	Turn  int64
+	Round int
+}
+
+// StopInterceptor is asked when the model ends a turn normally (a reply
+// with no tool call). It is never asked for a canceled or failed turn, a
+// max_tokens stop or a refusal. It returns an explicit decision and has no
+// other effect on the session.
+type StopInterceptor interface {
+	BeforeStop(ctx context.Context, info StopInfo) StopDecision
+}
+
+// StopInfo describes the turn an interceptor is asked about.
+type StopInfo struct {
+	Turn int64
+	// Rounds is how many model calls the turn has made.
+	Rounds int
+	// ToolCalls counts the calls the model made this turn, bookkeeping
+	// included; an interceptor compares it across asks to see whether the
+	// model did anything since it last continued the turn.
+	ToolCalls int
+	// Reply is the text of the reply that would end the turn.
+	Reply string
+}
+
+// StopDecision is an interceptor's answer. The zero value lets the turn
+// end.
+type StopDecision struct {
+	// Continue keeps the turn going: Message is put before the model as a
+	// reminder and Notice (when set) is stored and shown.
+	Continue bool
+	Message  string
+	Notice   *session.Notice
+	// Stop, when ending, overrides the turn's stop reason (such as
+	// todo_incomplete); Notice is then stored and shown as well.
+	Stop StopReason
+}
+
+// CompactionContributor adds verbatim text to a compaction summary, such
+// as the open checklist, because the calls that built it are what the
+// summary replaces.
+type CompactionContributor interface {
+	CompactionText(ctx context.Context) string
+}
+
+// EventFold is a session.Fold that reports its changes: after live rows are
+// folded in, the engine takes the fold's event, if any, and emits it.
+// Replay never produces events.
+type EventFold interface {
+	session.Fold
+	TakeEvent() (Event, bool)
+}

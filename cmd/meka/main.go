@@ -1,0 +1,18 @@
+// Command meka runs an AI model as an agent in a workspace. Everything it
+// does lives in internal/cli.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"meka.dev/meka/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,180 @@
+// Package cli is meka's composition root: it parses the command line,
+// reads the config file and the environment (the only package that does),
+// and builds every object the subcommands need.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"meka.dev/meka/internal/config"
+)
+
+// Version is meka's version, set at build time with
+// -ldflags "-X meka.dev/meka/internal/cli.Version=v1.2.3".
+var Version = "dev"
+
+// exitError carries an exit status out of a subcommand.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is a mistake in how meka was called or configured: exit 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// globals are the root flags every subcommand sees.
+type globals struct {
+	configFile string
+	dataDir    string
+	profile    string
+	permission string
+	project    string
+	verbose    int
+
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// Main runs meka with args (without the program name) and returns the
+// process's exit status.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintf(stderr, "meka: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	// Errors from cobra itself are flag and argument mistakes.
+	fmt.Fprintf(stderr, "meka: %v\n", err)
+	return 2
+}
+
+func newRoot(g *globals) *cobra.Command {
+	var (
+		oneshot  bool
+		cont     bool
+		resume   string
+		provider string
+	)
+	root := &cobra.Command{
+		Use:   "meka [flags] [prompt]",
+		Short: "meka runs an AI model as an agent in your workspace, and holds it to what it said it would do",
+		Long: `meka runs an AI model as an agent that reads, edits and executes in a workspace.
+
+  meka --oneshot "fix the failing test"   one turn, reply on stdout
+  meka sessions list                      sessions in this directory
+  meka acp                                serve the Agent Client Protocol on stdio`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if provider != "" {
+				if g.profile != "" && g.profile != provider {
+					return usageError("--provider and --profile name different profiles (%q, %q)", provider, g.profile)
+				}
+				g.profile = provider
+			}
+			prompt := strings.Join(args, " ")
+			if oneshot {
+				if cont || resume != "" {
+					return usageError("--oneshot runs in a new session; it cannot be combined with --continue or --resume")
+				}
+				return runOneshot(cmd.Context(), g, prompt)
+			}
+			return runInteractive(cmd.Context(), g, prompt, cont, resume)
+		},
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&g.configFile, "config", "", "config file (default $MEKA_CONFIG, else $XDG_CONFIG_HOME/meka/config.toml)")
+	f.StringVar(&g.dataDir, "data-dir", "", "data directory (default $MEKA_DATA_DIR, else $XDG_DATA_HOME/meka)")
+	f.StringVar(&g.profile, "profile", "", "model profile to use")
+	f.StringVar(&g.permission, "permission", "", "permission level: none, read, workspace or unrestricted")
+	f.StringVar(&g.project, "project", "", "project the session belongs to")
+	f.CountVarP(&g.verbose, "verbose", "v", "log to stderr: -v info, -vv debug")
+	lf := root.Flags()
+	lf.BoolVar(&oneshot, "oneshot", false, "run one turn in a new session and exit")
+	lf.BoolVarP(&cont, "continue", "c", false, "continue the latest session in this directory")
+	lf.StringVarP(&resume, "resume", "r", "", "resume a session by id (any unique prefix)")
+	lf.StringVar(&provider, "provider", "", "same as --profile")
+	root.SetVersionTemplate("meka {{.Version}}\n")
+
+	root.AddCommand(newSessionsCmd(g))
+	for _, c := range extraCommands {
+		root.AddCommand(c(g))
+	}
+	return root
+}
+
+// extraCommands are subcommands registered by other files of this package
+// (acp, schedule), each a constructor.
+var extraCommands []func(*globals) *cobra.Command
+
+// logger returns the logger -v and -vv ask for, writing to stderr.
+func (g *globals) logger() *slog.Logger {
+	level := slog.LevelWarn
+	switch {
+	case g.verbose >= 2:
+		level = slog.LevelDebug
+	case g.verbose == 1:
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// loadConfig reads the config file: --config (which must exist), else
+// $MEKA_CONFIG, else the XDG default (which may be absent).
+func (g *globals) loadConfig() (*config.Config, error) {
+	path, explicit := g.configFile, g.configFile != ""
+	if !explicit {
+		path = config.ConfigPath(g.getenv)
+		explicit = g.getenv("MEKA_CONFIG") != ""
+	}
+	cfg, err := config.Load(path)
+	if err == nil {
+		return cfg, nil
+	}
+	if errors.Is(err, os.ErrNotExist) && !explicit {
+		return config.Default(), nil
+	}
+	return nil, usageError("%v", err)
+}
+
+func (g *globals) dataDirectory() (string, error) {
+	dir := g.dataDir
+	if dir == "" {
+		dir = config.DataDir(g.getenv)
+	}
+	if dir == "" {
+		return "", usageError("no data directory: set --data-dir, $MEKA_DATA_DIR or $HOME")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", &exitError{code: 1, err: fmt.Errorf("create data directory: %w", err)}
+	}
+	return dir, nil
+}

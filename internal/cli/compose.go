@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"meka.dev/meka/internal/config"
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/model"
+	"meka.dev/meka/model/anthropic"
+	"meka.dev/meka/model/openai"
+	"meka.dev/meka/model/script"
+	"meka.dev/meka/permission"
+)
+
+// app is everything a subcommand that runs turns needs.
+type app struct {
+	cfg  *config.Config
+	db   *sqlite.DB
+	host *host.Host
+}
+
+func (a *app) close(ctx context.Context) {
+	if a.host != nil {
+		_ = a.host.Close(ctx)
+	}
+	if a.db != nil {
+		_ = a.db.Close()
+	}
+}
+
+// openDB opens the session database in the data directory.
+func (g *globals) openDB(ctx context.Context) (*sqlite.DB, error) {
+	dir, err := g.dataDirectory()
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "meka.db"), sqlite.Options{Logger: g.logger()})
+	if err != nil {
+		return nil, &exitError{code: 1, err: err}
+	}
+	return db, nil
+}
+
+// newApp reads the config, checks that a profile can be resolved, opens
+// the database and builds the host. Nothing is written before the config
+// and flags are known to be good.
+func (g *globals) newApp(ctx context.Context) (*app, error) {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cfg.ResolveProfile(g.profile, g.getenv); err != nil {
+		if errors.Is(err, config.ErrNoProfile) {
+			return nil, usageError("%v\n\n%s", err, config.NoProfileHelp())
+		}
+		return nil, usageError("%v", err)
+	}
+	perms := host.Permissions{
+		Enabled:    cfg.Permissions.Enabled,
+		Default:    cfg.Permissions.Default,
+		Approvals:  cfg.Permissions.Approvals,
+		ToolLevels: cfg.Tools.ToolPermissions,
+	}
+	if g.permission != "" {
+		l, err := permission.ParseLevel(g.permission)
+		if err != nil {
+			return nil, usageError("--permission: %v", err)
+		}
+		if !cfg.Permissions.IsEnabled(l) {
+			return nil, usageError("--permission %s: the level is not enabled in [permissions] enabled", l)
+		}
+		perms.Default = l
+	}
+	db, err := g.openDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dataDir, _ := g.dataDirectory()
+	log := g.logger()
+	h, err := host.New(host.Options{
+		Store:       db.Sessions(),
+		Profiles:    func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
+		Tools:       builtinTools(cfg, g.getenv),
+		Extensions:  extensions(cfg),
+		Deny:        cfg.Tools.Deny,
+		Permissions: perms,
+		DataDir:     dataDir,
+		Logger:      log,
+	})
+	if err != nil {
+		db.Close()
+		return nil, &exitError{code: 1, err: err}
+	}
+	return &app{cfg: cfg, db: db, host: h}, nil
+}
+
+// buildProfile resolves a profile and builds its provider.
+func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, error) {
+	p, err := cfg.ResolveProfile(name, g.getenv)
+	if err != nil {
+		return host.Profile{}, err
+	}
+	prov, err := g.provider(p)
+	if err != nil {
+		return host.Profile{}, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	return host.Profile{
+		Name: p.Name, Provider: prov, Model: p.Model,
+		ContextWindow: p.ContextWindow, MaxOutputTokens: p.MaxOutputTokens, Vision: p.Vision,
+	}, nil
+}
+
+func (g *globals) provider(p config.Profile) (model.Provider, error) {
+	key := ""
+	if p.APIKeyEnv != "" {
+		key = g.getenv(p.APIKeyEnv)
+	}
+	switch p.Provider {
+	case config.ProviderOpenAI:
+		return openai.New(openai.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens}), nil
+	case config.ProviderAnthropic:
+		if key == "" {
+			return nil, fmt.Errorf("the API key variable %s is empty", p.APIKeyEnv)
+		}
+		return anthropic.New(anthropic.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens}), nil
+	case config.ProviderScript:
+		s, err := script.Load(p.Script)
+		if err != nil {
+			return nil, err
+		}
+		return script.New(s), nil
+	}
+	return nil, fmt.Errorf("unknown provider %q", p.Provider)
+}
+
+// cwd returns the working directory meka was started in.
+func cwd() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", &exitError{code: 1, err: fmt.Errorf("working directory: %w", err)}
+	}
+	return d, nil
+}

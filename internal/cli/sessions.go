@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+)
+
+func newSessionsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "sessions", Short: "list and inspect stored sessions"}
+
+	var dir, cursor string
+	var all, asJSON bool
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "list sessions, newest first (this directory's unless --cwd or --all)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			db, err := g.openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			opts := session.ListOptions{Limit: limit, Cursor: cursor}
+			if !all {
+				if dir == "" {
+					if dir, err = cwd(); err != nil {
+						return err
+					}
+				}
+				if opts.Cwd, err = host.Canonical(dir); err != nil {
+					return usageError("--cwd: %v", err)
+				}
+			}
+			page, err := db.Sessions().List(cmd.Context(), opts)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			if asJSON {
+				return writeJSON(g.stdout, page)
+			}
+			printSessions(g.stdout, page)
+			return nil
+		},
+	}
+	list.Flags().StringVar(&dir, "cwd", "", "list the sessions of this directory")
+	list.Flags().BoolVar(&all, "all", false, "list sessions of every directory")
+	list.Flags().IntVar(&limit, "limit", 50, "sessions per page")
+	list.Flags().StringVar(&cursor, "cursor", "", "continue a listing from the cursor it printed")
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	var showJSON bool
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "print a session's log as a transcript (any unique id prefix)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return showSession(cmd.Context(), g, args[0], showJSON)
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print the rows as JSON, one per line")
+	cmd.AddCommand(list, show)
+	return cmd
+}
+
+func printSessions(w io.Writer, page session.Page) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tPROFILE\tTITLE")
+	for _, m := range page.Sessions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID[:8], m.UpdatedAt.Local().Format(time.DateTime), m.Profile, cell(m.Title, 60))
+	}
+	tw.Flush()
+	if page.Next != "" {
+		fmt.Fprintf(w, "more: meka sessions list --cursor %s\n", page.Next)
+	}
+}
+
+func showSession(ctx context.Context, g *globals, id string, asJSON bool) error {
+	db, err := g.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	m, err := db.Sessions().Get(ctx, id)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	rows, err := db.Sessions().Rows(ctx, m.ID, 0)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	if asJSON {
+		enc := json.NewEncoder(g.stdout)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(g.stdout, "session %s\ntitle:   %s\ncwd:     %s\nprofile: %s\nlevel:   %s\ncreated: %s\n",
+		m.ID, m.Title, m.Cwd, m.Profile, m.Permission, m.CreatedAt.Local().Format(time.DateTime))
+	if len(m.AdditionalDirs) > 0 {
+		fmt.Fprintf(g.stdout, "dirs:    %s\n", strings.Join(m.AdditionalDirs, ", "))
+	}
+	Transcript(g.stdout, rows)
+	return nil
+}
+
+// Transcript writes rows as a readable transcript.
+func Transcript(w io.Writer, rows []session.Row) {
+	turn := int64(-1)
+	for _, r := range rows {
+		if r.Turn != turn {
+			turn = r.Turn
+			fmt.Fprintf(w, "\n── turn %d ──\n", turn)
+		}
+		switch e := r.Entry.(type) {
+		case session.UserMessage:
+			who := "user"
+			if e.Source != "" {
+				who = e.Source
+			}
+			fmt.Fprintf(w, "%s: %s\n", who, partsString(e.Parts))
+		case session.AssistantMessage:
+			for _, p := range e.Parts {
+				switch p := p.(type) {
+				case model.Text:
+					fmt.Fprintf(w, "assistant: %s\n", p.Text)
+				case model.Thinking:
+					if p.Text != "" {
+						fmt.Fprintf(w, "thinking: %s\n", p.Text)
+					}
+				case model.ToolCall:
+					fmt.Fprintf(w, "call %s %s %s\n", p.ID, p.Name, p.Arguments)
+				}
+			}
+		case session.ToolResult:
+			fmt.Fprintf(w, "result %s %s [%s]: %s\n", e.CallID, e.Name, e.Status, cell(partsString(e.Content), 400))
+			if e.Change != "" {
+				fmt.Fprintln(w, e.Change)
+			}
+		case session.Notice:
+			line := fmt.Sprintf("[%s] %s", e.Severity, e.Title)
+			if e.Description != "" {
+				line += ": " + e.Description
+			}
+			fmt.Fprintln(w, line)
+		case session.Compaction:
+			fmt.Fprintf(w, "[compaction, kept from row %d]\n%s\n", e.KeptFrom, e.Summary)
+		}
+	}
+}
+
+func partsString(ps model.Parts) string {
+	var out []string
+	for _, p := range ps {
+		switch p := p.(type) {
+		case model.Text:
+			out = append(out, p.Text)
+		case model.Image:
+			out = append(out, fmt.Sprintf("[image %s %s]", p.MediaType, p.Name))
+		case model.Resource:
+			out = append(out, fmt.Sprintf("[resource %s]", p.URI))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// cell cuts s to n runes on one line, marking the cut.
+func cell(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

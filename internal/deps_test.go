@@ -1,0 +1,143 @@
+package internal_test
+
+// This test is meka's layering policy, checked on every `go test`: each
+// package may import only the meka packages its row of DESIGN.md's table
+// lists, and only the packages named here may import a SQL driver or a
+// provider SDK. It is modelled on the Go toolchain's go/build/deps_test.go.
+
+import (
+	"go/build"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "meka.dev/meka"
+
+// allowed maps a package (relative to the module) to the meka packages it
+// may import. A package missing here fails the test until it is placed in
+// the table, here and in DESIGN.md.
+var allowed = map[string][]string{
+	// L0
+	"model":                  {},
+	"permission":             {},
+	"internal/sandbox":       {},
+	"internal/schedule/cron": {},
+	"internal/config":        {"permission"},
+	// L1
+	"session":             {"model"},
+	"session/sessiontest": {"session", "model"},
+	"tool":                {"model", "permission"},
+	"model/openai":        {"model"},
+	"model/anthropic":     {"model"},
+	"model/script":        {"model"},
+	"model/modeltest":     {"model", "model/script"},
+	"internal/task":       {"internal/sandbox"},
+	// L2
+	"agent":                    {"model", "tool", "session", "permission"},
+	"internal/tools/fstool":    {"tool", "permission", "internal/sandbox", "internal/task", "model"},
+	"internal/tools/shelltool": {"tool", "permission", "internal/sandbox", "internal/task", "model"},
+	"internal/mcp":             {"tool", "model"},
+	"internal/sqlite":          {"session", "model"},
+	// L3
+	"plan":            {"agent", "tool", "session", "model"},
+	"plan/checklist":  {"plan", "agent", "tool", "session", "model", "permission"},
+	"plan/todo":       {"plan", "agent", "tool", "session", "model", "permission"},
+	"plan/writetodos": {"plan", "agent", "tool", "session", "model", "permission"},
+	// L4
+	"internal/host": {"agent", "plan", "session", "tool", "permission", "model", "internal/task",
+		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool"},
+	"internal/schedule": {"internal/schedule/cron", "session", "tool", "permission", "model", "agent"},
+	// L5: front doors never import each other.
+	"internal/acp":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	"internal/httpapi": {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	"internal/repl":    {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	"internal/oneshot": {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	// L6: the composition root may import anything.
+	"internal/cli": {"*"},
+	// L7
+	"cmd/meka": {"internal/cli"},
+}
+
+// exclusive names third-party packages only some meka packages may import.
+var exclusive = map[string][]string{
+	"modernc.org/sqlite":                     {"internal/sqlite"},
+	"database/sql":                           {"internal/sqlite"},
+	"github.com/openai/openai-go/v3":         {"model/openai"},
+	"github.com/anthropics/anthropic-sdk-go": {"model/anthropic"},
+}
+
+func TestLayering(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil || len(pkg.GoFiles) == 0 {
+			return nil // no non-test Go files here
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if pkg.Name == "main" && rel != "cmd/meka" && strings.HasPrefix(rel, "internal/") {
+			return nil
+		}
+		pkgs = append(pkgs, rel)
+		checkImports(t, rel, pkg.Imports)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(pkgs)
+	if len(pkgs) < 5 {
+		t.Fatalf("found only %d packages: %v", len(pkgs), pkgs)
+	}
+}
+
+func checkImports(t *testing.T, pkg string, imports []string) {
+	t.Helper()
+	may, ok := allowed[pkg]
+	if !ok {
+		t.Errorf("package %s is not in the layering table (internal/deps_test.go and DESIGN.md)", pkg)
+		return
+	}
+	for _, imp := range imports {
+		for ext, owners := range exclusive {
+			if imp == ext || strings.HasPrefix(imp, ext+"/") {
+				if !contains(owners, pkg) {
+					t.Errorf("%s imports %s, which only %v may import", pkg, imp, owners)
+				}
+			}
+		}
+		if !strings.HasPrefix(imp, module+"/") {
+			continue
+		}
+		dep := strings.TrimPrefix(imp, module+"/")
+		if !contains(may, dep) && !contains(may, "*") {
+			t.Errorf("%s imports %s, which its layer does not allow (may import %v)", pkg, dep, may)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

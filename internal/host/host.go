@@ -1,0 +1,324 @@
+// Package host owns session lifecycle for every front door: create, open
+// (with the session lock), resume, fork, close, the event fan-out, the
+// approval routing seam, steering, and delivery of background task
+// reports. One-shot mode, ACP, the terminal and the HTTP API are thin
+// adapters on it.
+//
+// It composes an agent.Engine per session from the profile, the built-in
+// tools and the extensions (plan dialects) the composition root gives it.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
+)
+
+// Profile is a resolved model profile.
+type Profile struct {
+	Name     string
+	Provider model.Provider
+	// Model names the model, for the system prompt and transcripts.
+	Model           string
+	ContextWindow   int
+	MaxOutputTokens int
+	Vision          bool
+}
+
+// Permissions is the [permissions] policy.
+type Permissions struct {
+	// Enabled lists the levels sessions may take; empty means all.
+	Enabled []permission.Level
+	// Default is a new session's level.
+	Default   permission.Level
+	Approvals bool
+	// ToolLevels overrides the level a tool declares.
+	ToolLevels map[string]permission.Level
+}
+
+// Offers reports whether l is among the enabled levels.
+func (p Permissions) Offers(l permission.Level) bool {
+	if len(p.Enabled) == 0 {
+		return true
+	}
+	for _, e := range p.Enabled {
+		if e == l {
+			return true
+		}
+	}
+	return false
+}
+
+// Env is what an extension or tool set is built from: one session.
+type Env struct {
+	SessionID string
+	Meta      session.Meta
+	Profile   Profile
+	// DataDir is a directory private to the session (scratchpads, task
+	// output).
+	DataDir string
+	// Level returns the session's level now.
+	Level func() permission.Level
+	// Tasks reports on the session's background tasks; nil when the
+	// session has none.
+	Tasks TaskLookup
+}
+
+// TaskLookup tells an extension about a session's background tasks.
+type TaskLookup interface {
+	// TaskState reports whether the task exists and whether its report
+	// has been delivered to the session.
+	TaskState(id string) (exists, reported bool)
+}
+
+// Extension is what a plugin adds to one session's engine.
+type Extension struct {
+	Tools        []tool.Tool
+	Contributors []agent.RequestContributor
+	Interceptors []agent.StopInterceptor
+	Compactors   []agent.CompactionContributor
+	Folds        []session.Fold
+}
+
+// ExtensionFunc builds an extension for a session.
+type ExtensionFunc func(env Env) (Extension, error)
+
+// Options configure a Host.
+type Options struct {
+	Store session.Store
+	// Holder identifies this process in session locks.
+	Holder session.Holder
+	// Profiles resolves a profile by name; "" means the default.
+	Profiles func(name string) (Profile, error)
+	// Tools builds the built-in tools of a session.
+	Tools      func(env Env) ([]tool.Tool, error)
+	Extensions []ExtensionFunc
+	// Deny removes tools matching these globs from every request.
+	Deny        []string
+	Permissions Permissions
+	// DataDir holds per-session scratch directories.
+	DataDir string
+	// Limits for every engine; zero values mean the engine's defaults.
+	MaxTurns, MaxToolCalls int
+	// System, when set, replaces the built-in system prompt's preamble.
+	System string
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Host holds the sessions this process has open.
+type Host struct {
+	opts Options
+
+	mu   sync.Mutex // guards open
+	open map[string]*Session
+}
+
+// New returns a host. It starts nothing.
+func New(opts Options) (*Host, error) {
+	if opts.Store == nil {
+		return nil, errors.New("new host: no store")
+	}
+	if opts.Profiles == nil {
+		return nil, errors.New("new host: no profiles")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Holder.PID == 0 {
+		opts.Holder.PID = os.Getpid()
+	}
+	if opts.Holder.Host == "" {
+		opts.Holder.Host, _ = os.Hostname()
+	}
+	return &Host{opts: opts, open: make(map[string]*Session)}, nil
+}
+
+// Store returns the host's session store, for listings.
+func (h *Host) Store() session.Store { return h.opts.Store }
+
+// CreateOptions describe a new session.
+type CreateOptions struct {
+	Cwd            string
+	AdditionalDirs []string
+	Profile        string
+	Project        string
+	// Permission is the starting level; nil means the policy's default.
+	Permission *permission.Level
+	ParentID   string
+}
+
+// ErrLevelNotEnabled is returned for a level [permissions] does not offer.
+var ErrLevelNotEnabled = errors.New("permission level is not enabled")
+
+// Create stores a new session and opens it.
+func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
+	cwd, err := Canonical(o.Cwd)
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	dirs := make([]string, 0, len(o.AdditionalDirs))
+	for _, d := range o.AdditionalDirs {
+		c, err := Canonical(d)
+		if err != nil {
+			return nil, fmt.Errorf("create session: additional directory: %w", err)
+		}
+		dirs = append(dirs, c)
+	}
+	level := h.opts.Permissions.Default
+	if o.Permission != nil {
+		level = *o.Permission
+	}
+	if !h.opts.Permissions.Offers(level) {
+		return nil, fmt.Errorf("create session: %w: %s", ErrLevelNotEnabled, level)
+	}
+	prof, err := h.opts.Profiles(o.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	meta, err := h.opts.Store.Create(ctx, session.Meta{
+		Cwd: cwd, AdditionalDirs: dirs, Profile: prof.Name, Project: o.Project,
+		Permission: level.String(), ParentID: o.ParentID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	return h.Open(ctx, meta.ID)
+}
+
+// Open takes a session for writing and loads it: its lock, its rows, its
+// engine. A session this host already has open is returned as it is.
+func (h *Host) Open(ctx context.Context, idOrPrefix string) (*Session, error) {
+	meta, err := h.opts.Store.Get(ctx, idOrPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	h.mu.Lock()
+	if s, ok := h.open[meta.ID]; ok {
+		h.mu.Unlock()
+		return s, nil
+	}
+	h.mu.Unlock()
+
+	lock, err := h.opts.Store.Lock(ctx, meta.ID, h.opts.Holder)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	s, err := h.load(ctx, meta, lock)
+	if err != nil {
+		_ = lock.Release(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("open session %s: %w", meta.ID, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if other, ok := h.open[meta.ID]; ok {
+		// Another goroutine opened it meanwhile; keep theirs.
+		s.shutdown()
+		return other, nil
+	}
+	h.open[meta.ID] = s
+	return s, nil
+}
+
+// Latest opens the most recently used session in cwd.
+func (h *Host) Latest(ctx context.Context, cwd string) (*Session, error) {
+	c, err := Canonical(cwd)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := h.opts.Store.Latest(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("latest session in %s: %w", c, err)
+	}
+	return h.Open(ctx, meta.ID)
+}
+
+// Fork copies a session (through a turn, or whole when throughTurn < 0)
+// into a new one and opens it. Background tasks do not travel.
+func (h *Host) Fork(ctx context.Context, idOrPrefix string, throughTurn int64) (*Session, error) {
+	meta, err := h.opts.Store.Get(ctx, idOrPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("fork session: %w", err)
+	}
+	forked, err := h.opts.Store.Fork(ctx, meta.ID, throughTurn)
+	if err != nil {
+		return nil, fmt.Errorf("fork session: %w", err)
+	}
+	return h.Open(ctx, forked.ID)
+}
+
+// Get returns an open session.
+func (h *Host) Get(id string) (*Session, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.open[id]
+	return s, ok
+}
+
+// Sessions returns the open sessions.
+func (h *Host) Sessions() []*Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*Session, 0, len(h.open))
+	for _, s := range h.open {
+		out = append(out, s)
+	}
+	return out
+}
+
+// CloseSession cancels a session's turn, waits for it, and releases the
+// session.
+func (h *Host) CloseSession(ctx context.Context, id string) error {
+	h.mu.Lock()
+	s, ok := h.open[id]
+	delete(h.open, id)
+	h.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return s.close(ctx)
+}
+
+// Close closes every open session.
+func (h *Host) Close(ctx context.Context) error {
+	var errs []error
+	for _, s := range h.Sessions() {
+		errs = append(errs, h.CloseSession(ctx, s.ID()))
+	}
+	return errors.Join(errs...)
+}
+
+// Canonical returns the absolute, symlink-resolved form of an existing
+// directory.
+func Canonical(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	return real, nil
+}

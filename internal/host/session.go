@@ -1,0 +1,297 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
+)
+
+// Session is a session this host holds open.
+type Session struct {
+	h       *Host
+	id      string
+	lock    session.Lock
+	engine  *agent.Engine
+	gate    *tool.Gate
+	tools   *tool.Registry
+	profile Profile
+	dataDir string
+	level   atomic.Int32
+
+	mu      sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker
+	meta    session.Meta
+	subs    map[int]func(agent.Event)
+	nextSub int
+	inbox   []model.Part
+	cancel  context.CancelCauseFunc
+	asker   permission.Asker
+
+	turns sync.WaitGroup // running turns
+}
+
+// ErrClosed is returned by a session that was closed.
+var ErrClosed = errors.New("session is closed")
+
+// ErrCanceled is the cause given to a turn canceled by Cancel.
+var ErrCanceled = errors.New("turn canceled")
+
+func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (*Session, error) {
+	prof, err := h.opts.Profiles(meta.Profile)
+	if err != nil {
+		return nil, err
+	}
+	level, err := permission.ParseLevel(meta.Permission)
+	if err != nil {
+		level = h.opts.Permissions.Default
+	}
+	s := &Session{h: h, id: meta.ID, lock: lock, meta: meta, profile: prof, subs: make(map[int]func(agent.Event))}
+	s.level.Store(int32(level))
+	if h.opts.DataDir != "" {
+		s.dataDir = filepath.Join(h.opts.DataDir, "sessions", meta.ID)
+		if err := os.MkdirAll(s.dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create session directory: %w", err)
+		}
+	}
+	s.gate = &tool.Gate{
+		Level:     s.Level,
+		Overrides: h.opts.Permissions.ToolLevels,
+		Approvals: h.opts.Permissions.Approvals,
+		Asker:     permission.AskerFunc(s.ask),
+	}
+	env := Env{SessionID: meta.ID, Meta: meta, Profile: prof, DataDir: s.dataDir, Level: s.Level}
+
+	s.tools = tool.NewRegistry(h.opts.Deny...)
+	if h.opts.Tools != nil {
+		ts, err := h.opts.Tools(env)
+		if err != nil {
+			return nil, fmt.Errorf("build tools: %w", err)
+		}
+		if err := s.tools.Add(ts...); err != nil {
+			return nil, err
+		}
+	}
+	opts := agent.Options{
+		Provider: prof.Provider, Log: logFunc(func(ctx context.Context, rows []session.Row) ([]session.Row, error) {
+			return h.opts.Store.Append(ctx, meta.ID, rows)
+		}),
+		Tools: s.tools, Gate: s.gate, SessionID: meta.ID, Cwd: meta.Cwd,
+		MaxTurns: h.opts.MaxTurns, MaxToolCalls: h.opts.MaxToolCalls,
+		ContextWindow: prof.ContextWindow, MaxOutputTokens: prof.MaxOutputTokens, Vision: prof.Vision,
+		Events: s.publish, Inbox: s.drainInbox, Now: h.opts.Now, Logger: h.opts.Logger.With("session_id", meta.ID),
+	}
+	for _, ext := range h.opts.Extensions {
+		x, err := ext(env)
+		if err != nil {
+			return nil, fmt.Errorf("build extension: %w", err)
+		}
+		if err := s.tools.Add(x.Tools...); err != nil {
+			return nil, err
+		}
+		opts.Contributors = append(opts.Contributors, x.Contributors...)
+		opts.Interceptors = append(opts.Interceptors, x.Interceptors...)
+		opts.Compactors = append(opts.Compactors, x.Compactors...)
+		opts.Folds = append(opts.Folds, x.Folds...)
+	}
+	opts.System = h.systemPrompt(meta, prof, s.tools)
+	rows, err := h.opts.Store.Rows(ctx, meta.ID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read rows: %w", err)
+	}
+	s.engine, err = agent.New(opts, rows)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+type logFunc func(ctx context.Context, rows []session.Row) ([]session.Row, error)
+
+func (f logFunc) Append(ctx context.Context, rows []session.Row) ([]session.Row, error) {
+	return f(ctx, rows)
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Meta returns the session's description as this host last stored it.
+func (s *Session) Meta() session.Meta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta
+}
+
+// Profile returns the session's profile.
+func (s *Session) Profile() Profile { return s.profile }
+
+// Engine returns the session's engine, for front doors reading its rows
+// and folds.
+func (s *Session) Engine() *agent.Engine { return s.engine }
+
+// Tools returns the tools the session offers.
+func (s *Session) Tools() *tool.Registry { return s.tools }
+
+// Level returns the session's permission level now.
+func (s *Session) Level() permission.Level { return permission.Level(s.level.Load()) }
+
+// SetLevel changes the session's level and stores it. It applies to the
+// next tool call, even inside a running turn.
+func (s *Session) SetLevel(ctx context.Context, l permission.Level) error {
+	if !s.h.opts.Permissions.Offers(l) {
+		return fmt.Errorf("set level: %w: %s", ErrLevelNotEnabled, l)
+	}
+	s.mu.Lock()
+	m := s.meta
+	m.Permission = l.String()
+	s.mu.Unlock()
+	if err := s.h.opts.Store.Update(ctx, m); err != nil {
+		return fmt.Errorf("set level: %w", err)
+	}
+	s.mu.Lock()
+	s.meta = m
+	s.mu.Unlock()
+	s.level.Store(int32(l))
+	return nil
+}
+
+// Subscribe calls fn with every event of the session until the returned
+// function is called. fn is called from the turn's goroutine, one event
+// at a time, and must not block for long.
+func (s *Session) Subscribe(fn func(agent.Event)) (unsubscribe func()) {
+	s.mu.Lock()
+	id := s.nextSub
+	s.nextSub++
+	s.subs[id] = fn
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.subs, id)
+		s.mu.Unlock()
+	}
+}
+
+func (s *Session) publish(ev agent.Event) {
+	s.mu.Lock()
+	fns := make([]func(agent.Event), 0, len(s.subs))
+	for _, fn := range s.subs {
+		fns = append(fns, fn)
+	}
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn(ev)
+	}
+}
+
+// SetAsker routes approval requests to a front door; nil means nobody is
+// attached and every request is denied at once.
+func (s *Session) SetAsker(a permission.Asker) {
+	s.mu.Lock()
+	s.asker = a
+	s.mu.Unlock()
+}
+
+func (s *Session) ask(ctx context.Context, req permission.Request) (permission.Decision, error) {
+	s.mu.Lock()
+	a := s.asker
+	s.mu.Unlock()
+	if a == nil {
+		return permission.Deny, nil
+	}
+	return a.Ask(ctx, req)
+}
+
+// Steer queues a message for the running turn; it rides the next tool
+// results or reminder. It reports false when no turn is running, and the
+// message is then not queued.
+func (s *Session) Steer(parts ...model.Part) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel == nil {
+		return false
+	}
+	s.inbox = append(s.inbox, parts...)
+	return true
+}
+
+func (s *Session) drainInbox() []model.Part {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parts := s.inbox
+	s.inbox = nil
+	return parts
+}
+
+// Prompt runs a turn with a message from the user.
+func (s *Session) Prompt(ctx context.Context, parts ...model.Part) (agent.Result, error) {
+	return s.Run(ctx, session.UserMessage{Parts: parts})
+}
+
+// Run runs a turn with msg as its input. Cancel (or ctx) cancels it.
+func (s *Session) Run(ctx context.Context, msg session.UserMessage) (agent.Result, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	if s.subs == nil {
+		s.mu.Unlock()
+		return agent.Result{}, ErrClosed
+	}
+	if s.cancel != nil {
+		s.mu.Unlock()
+		return agent.Result{}, agent.ErrBusy
+	}
+	s.cancel = cancel
+	s.turns.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cancel = nil
+		s.inbox = nil
+		s.mu.Unlock()
+		s.turns.Done()
+	}()
+	return s.engine.Run(ctx, msg)
+}
+
+// Busy reports whether a turn is running.
+func (s *Session) Busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancel != nil
+}
+
+// Cancel cancels the running turn, if any.
+func (s *Session) Cancel() {
+	s.mu.Lock()
+	c := s.cancel
+	s.mu.Unlock()
+	if c != nil {
+		c(ErrCanceled)
+	}
+}
+
+// Compact summarizes older turns now.
+func (s *Session) Compact(ctx context.Context) error { return s.engine.Compact(ctx) }
+
+func (s *Session) close(ctx context.Context) error {
+	s.Cancel()
+	s.turns.Wait()
+	s.shutdown()
+	return s.lock.Release(context.WithoutCancel(ctx))
+}
+
+// shutdown stops what the session owns, but not its lock.
+func (s *Session) shutdown() {
+	s.mu.Lock()
+	s.subs = nil
+	s.mu.Unlock()
+	s.gate.Forget()
+}

@@ -1,0 +1,172 @@
+// Package oneshot is the `meka --oneshot` front door: one turn in a new
+// session, the reply streamed to stdout, notices and stage directions to
+// stderr, and an exit status that says how the turn ended.
+//
+// It renders typed events only; session lifecycle belongs to host.
+package oneshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+)
+
+// Exit statuses.
+const (
+	ExitOK       = 0
+	ExitFailed   = 1 // the provider or meka failed
+	ExitUsage    = 2 // bad flags or configuration
+	ExitStopped  = 3 // the turn stopped short: max_tokens, refusal, a limit, an open plan
+	ExitCanceled = 130
+)
+
+// PlanRenderer turns a plugin event into lines for stderr; it returns
+// false for events it does not know. The composition root supplies it so
+// that this front door needs no plan dialect.
+type PlanRenderer func(ev agent.Event) (string, bool)
+
+// Options configure a run.
+type Options struct {
+	Stdout, Stderr io.Writer
+	// Plan renders plan changes; nil prints none.
+	Plan PlanRenderer
+	// Verbose shows thinking on stderr.
+	Verbose bool
+}
+
+// Run runs prompt as one turn of s and returns the exit status.
+func Run(ctx context.Context, s *host.Session, prompt string, opts Options) int {
+	r := &renderer{out: opts.Stdout, err: opts.Stderr, plan: opts.Plan, verbose: opts.Verbose}
+	unsubscribe := s.Subscribe(r.event)
+	defer unsubscribe()
+
+	res, err := s.Run(ctx, session.UserMessage{Parts: model.Parts{model.Text{Text: prompt}}})
+	r.endLine()
+	return r.exit(res, err)
+}
+
+type renderer struct {
+	out, err io.Writer
+	plan     PlanRenderer
+	verbose  bool
+
+	mu      sync.Mutex // guards midLine
+	midLine bool       // stdout's last byte was not a newline
+}
+
+func (r *renderer) event(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev := ev.(type) {
+	case agent.TextChunk:
+		io.WriteString(r.out, ev.Text)
+		if ev.Text != "" {
+			r.midLine = !strings.HasSuffix(ev.Text, "\n")
+		}
+	case agent.ThoughtChunk:
+		if r.verbose {
+			io.WriteString(r.err, ev.Text)
+		}
+	case agent.ToolCallStarted:
+		r.breakLine()
+		fmt.Fprintf(r.err, "› %s\n", firstLine(ev.Title))
+	case agent.ToolCallFinished:
+		if ev.Result.Status != session.StatusOK {
+			fmt.Fprintf(r.err, "  %s %s: %s\n", ev.Result.Name, ev.Result.Status, firstLine(partsText(ev.Result.Content)))
+		}
+	case agent.Notice:
+		r.breakLine()
+		n := ev.Notice
+		line := "[meka] " + n.Title
+		if n.Description != "" {
+			line += ": " + n.Description
+		}
+		fmt.Fprintln(r.err, line)
+	case agent.Compacted:
+		r.breakLine()
+		fmt.Fprintln(r.err, "[meka] compacted the conversation")
+	default:
+		if r.plan != nil {
+			if s, ok := r.plan(ev); ok {
+				r.breakLine()
+				io.WriteString(r.err, s)
+			}
+		}
+	}
+}
+
+// breakLine ends a reply line on stdout before stderr speaks, so the two
+// streams interleave readably on one terminal.
+func (r *renderer) breakLine() {
+	if r.midLine {
+		io.WriteString(r.out, "\n")
+		r.midLine = false
+	}
+}
+
+func (r *renderer) endLine() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.breakLine()
+}
+
+func (r *renderer) exit(res agent.Result, err error) int {
+	switch {
+	case res.Stop == agent.StopEndTurn && err == nil:
+		return ExitOK
+	case res.Stop == agent.StopCanceled || errors.Is(err, context.Canceled):
+		fmt.Fprintln(r.err, "meka: canceled")
+		return ExitCanceled
+	case err != nil:
+		var perr *model.Error
+		if errors.As(err, &perr) {
+			fmt.Fprintf(r.err, "meka: %s\n", perr.Display())
+		} else {
+			fmt.Fprintf(r.err, "meka: %v\n", err)
+		}
+		return ExitFailed
+	}
+	fmt.Fprintf(r.err, "meka: the turn stopped: %s\n", describe(res.Stop))
+	return ExitStopped
+}
+
+func describe(s agent.StopReason) string {
+	switch s {
+	case agent.StopMaxTokens:
+		return "max_tokens (the reply hit the output token limit)"
+	case agent.StopRefusal:
+		return "refusal (the model refused)"
+	case agent.StopMaxTurns:
+		return "max_turn_requests (the turn used up its model requests)"
+	case agent.StopMaxToolCalls:
+		return "max_tool_calls (the turn used up its tool calls)"
+	case agent.StopRepeat:
+		return "repeated_call (the model kept repeating one tool call)"
+	}
+	return string(s)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func partsText(ps model.Parts) string {
+	var b strings.Builder
+	for _, p := range ps {
+		if t, ok := p.(model.Text); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
