@@ -173,6 +173,13 @@ func New(opts Options, rows []session.Row) (*Engine, error) {
 	if err := e.folder.Replay(e.rows); err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
+	// Replay never produces events: a fold cannot tell replayed rows from
+	// live ones, so what replay left to take is dropped here.
+	for _, f := range opts.Folds {
+		if ef, ok := f.(EventFold); ok {
+			ef.TakeEvent()
+		}
+	}
 	e.view = BuildView(e.rows)
 	return e, nil
 }
