@@ -1,0 +1,330 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"meka.dev/meka/permission"
+)
+
+// Provider names the model adapter a profile talks to.
+type Provider string
+
+const (
+	ProviderOpenAI    Provider = "openai"
+	ProviderAnthropic Provider = "anthropic"
+	// ProviderScript replays a script file instead of calling a model.
+	ProviderScript Provider = "script"
+)
+
+// Providers lists every provider a profile may name.
+var Providers = []Provider{ProviderOpenAI, ProviderAnthropic, ProviderScript}
+
+// DefaultModel is the model a profile of provider p runs when it names none.
+// It is empty for the script provider, which has no model.
+func DefaultModel(p Provider) string {
+	switch p {
+	case ProviderOpenAI:
+		return "gpt-4.1"
+	case ProviderAnthropic:
+		return "claude-sonnet-4-5"
+	}
+	return ""
+}
+
+// DefaultKeyEnv is the environment variable that holds provider p's API key
+// when a profile names none in api_key_env.
+func DefaultKeyEnv(p Provider) string {
+	switch p {
+	case ProviderOpenAI:
+		return "OPENAI_API_KEY"
+	case ProviderAnthropic:
+		return "ANTHROPIC_API_KEY"
+	}
+	return ""
+}
+
+// Plan names a plan dialect: the tools and rules a session tracks its work with.
+type Plan string
+
+const (
+	PlanChecklist  Plan = "checklist"
+	PlanUpdatePlan Plan = "update_plan"
+	PlanWriteTodos Plan = "write_todos"
+)
+
+// Plans lists every plan dialect.
+var Plans = []Plan{PlanChecklist, PlanUpdatePlan, PlanWriteTodos}
+
+// Config is meka's configuration: a config file's content over Default.
+// Values are validated; a Config from Parse or Default is ready to use.
+type Config struct {
+	// File is the file the config was read from; empty for Default.
+	File string
+	// DefaultProfile names the profile a session gets when it names none.
+	DefaultProfile string
+	// Profiles are keyed by name.
+	Profiles    map[string]Profile
+	Permissions Permissions
+	Tools       Tools
+	Schedule    Schedule
+	Serve       Serve
+	MCP         MCP
+}
+
+// Profile is a model endpoint and how to talk to it.
+type Profile struct {
+	Name     string
+	Provider Provider
+	// Model is the provider's model id; DefaultModel(Provider) when the
+	// file names none.
+	Model string
+	// BaseURL overrides the provider's endpoint; empty means its default.
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the API key;
+	// DefaultKeyEnv(Provider) when the file names none. The key itself is
+	// never in the config.
+	APIKeyEnv string
+	// ContextWindow, MaxOutputTokens and MaxRequestBytes are limits in
+	// tokens and bytes; 0 means not set (the adapter's own default).
+	ContextWindow   int
+	MaxOutputTokens int
+	MaxRequestBytes int
+	// Vision says whether the model accepts images; true unless set false.
+	Vision bool
+	// Script is the script file the script provider replays, resolved
+	// against the config file's directory.
+	Script string
+	// Plan overrides Tools.Plan for sessions on this profile; empty means
+	// not set. Use Config.PlanFor.
+	Plan Plan
+	// ReasoningEffort is passed to the provider as is; empty means its
+	// default. Which tiers a model accepts is the provider's business.
+	ReasoningEffort string
+}
+
+// Permissions is the [permissions] table.
+type Permissions struct {
+	// Enabled lists the levels a session may be put at, lowest first.
+	Enabled []permission.Level
+	// Default is a new session's level; always among Enabled.
+	Default permission.Level
+	// Approvals is whether a new session asks before tools that need more
+	// than it holds.
+	Approvals bool
+}
+
+// IsEnabled reports whether a session may be put at level l.
+func (p Permissions) IsEnabled(l permission.Level) bool { return slices.Contains(p.Enabled, l) }
+
+// Tools is the [tools] table.
+type Tools struct {
+	// Deny holds path.Match patterns; a tool whose name matches one is
+	// removed from every request.
+	Deny []string
+	// Plan is the plan dialect sessions use unless their profile says.
+	Plan Plan
+	// PlanCheckCompletion is whether a turn may not end with open items.
+	PlanCheckCompletion bool
+	// MaxCompletionNudges caps the nudges of one turn; 0 means no ceiling.
+	MaxCompletionNudges int
+	// ToolPermissions overrides the level a built-in tool needs, by name.
+	ToolPermissions map[string]permission.Level
+}
+
+// Denied reports whether the tool named name is filtered out by Deny.
+func (t Tools) Denied(name string) bool {
+	for _, p := range t.Deny {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Level returns the level the tool named name needs: its override from
+// ToolPermissions, else builtin.
+func (t Tools) Level(name string, builtin permission.Level) permission.Level {
+	if l, ok := t.ToolPermissions[name]; ok {
+		return l
+	}
+	return builtin
+}
+
+// Schedule is the [schedule] table.
+type Schedule struct {
+	// Enabled false hides the schedule tools and stops the scheduler.
+	Enabled bool
+	// PollInterval is how often due jobs are checked.
+	PollInterval time.Duration
+	// MissedGrace is how late a one-shot job may be and still fire.
+	MissedGrace time.Duration
+	// GateTimeout is the wall-clock budget of a gate probe.
+	GateTimeout time.Duration
+	// MaxJobs is the per-session ceiling on jobs.
+	MaxJobs int
+	// MaxConsecutiveFires is the per-session ceiling on turns in one sweep.
+	MaxConsecutiveFires int
+	// ClaimLease is how long a host's claim on an occurrence is good for;
+	// always longer than GateTimeout.
+	ClaimLease time.Duration
+	// Timezone is the IANA zone cron expressions are read in, as written;
+	// empty means the host's local zone.
+	Timezone string
+	// Location is Timezone loaded; time.Local when Timezone is empty.
+	Location *time.Location
+}
+
+// Serve is the [serve] table, for long-running hosts (meka serve, meka acp).
+type Serve struct {
+	// Listen is the HTTP API's host:port.
+	Listen string
+	// IdleTimeout is how long a session may go untouched before a sweep
+	// releases it.
+	IdleTimeout time.Duration
+	// IdleSweepInterval is how often that sweep runs.
+	IdleSweepInterval time.Duration
+	// RelayProviderErrors is whether a provider's own error text reaches
+	// clients, capped, beside meka's sentence.
+	RelayProviderErrors bool
+}
+
+// MCP is the [mcp] table: the MCP servers meka connects to as a client.
+type MCP struct {
+	// DefaultPermission is the level of a server tool that neither its
+	// server's config nor its readOnlyHint settles.
+	DefaultPermission permission.Level
+	// Servers are keyed by name.
+	Servers map[string]MCPServer
+}
+
+// MCPServer is one [mcp.servers.NAME] table. Exactly one of Command and URL
+// is set.
+type MCPServer struct {
+	Name string
+	// Command, Args and Env start a server on stdio.
+	Command string
+	Args    []string
+	Env     map[string]string
+	// URL and Headers reach a server over streamable HTTP.
+	URL     string
+	Headers map[string]string
+	// Permission is the level of every tool of this server that
+	// ToolPermissions does not name; nil means not set.
+	Permission *permission.Level
+	// ToolPermissions sets the level of single tools, by the server's name
+	// for them.
+	ToolPermissions map[string]permission.Level
+}
+
+// Default returns the configuration with every default and no profiles.
+func Default() *Config {
+	return &Config{
+		Profiles: map[string]Profile{},
+		Permissions: Permissions{
+			Enabled: slices.Clone(permission.Levels),
+			Default: permission.Workspace,
+		},
+		Tools: Tools{
+			Plan:                PlanChecklist,
+			PlanCheckCompletion: true,
+			ToolPermissions:     map[string]permission.Level{},
+		},
+		Schedule: Schedule{
+			Enabled:             true,
+			PollInterval:        10 * time.Second,
+			MissedGrace:         24 * time.Hour,
+			GateTimeout:         30 * time.Second,
+			MaxJobs:             50,
+			MaxConsecutiveFires: 5,
+			ClaimLease:          time.Hour,
+			Location:            time.Local,
+		},
+		Serve: Serve{
+			Listen:              "127.0.0.1:7878",
+			IdleTimeout:         24 * time.Hour,
+			IdleSweepInterval:   5 * time.Minute,
+			RelayProviderErrors: true,
+		},
+		MCP: MCP{
+			DefaultPermission: permission.Unrestricted,
+			Servers:           map[string]MCPServer{},
+		},
+	}
+}
+
+var (
+	// ErrNoProfile means no profile is configured at all; NoProfileHelp
+	// says how to configure one.
+	ErrNoProfile = errors.New("no model profile configured")
+	// ErrUnknownProfile means a profile was asked for by a name the
+	// configuration does not have.
+	ErrUnknownProfile = errors.New("unknown profile")
+	// ErrNoDefaultProfile means several profiles exist, none was asked for
+	// and default_profile does not pick one.
+	ErrNoDefaultProfile = errors.New("no default profile")
+)
+
+// ProfileNames returns the names of the configured profiles, sorted.
+func (c *Config) ProfileNames() []string {
+	return slices.Sorted(maps.Keys(c.Profiles))
+}
+
+// Profile returns the profile called name or, when name is empty, the
+// default one: default_profile, else the only profile there is.
+func (c *Config) Profile(name string) (Profile, error) {
+	if len(c.Profiles) == 0 {
+		if name != "" {
+			return Profile{}, fmt.Errorf("find profile %q: %w", name, ErrNoProfile)
+		}
+		return Profile{}, ErrNoProfile
+	}
+	if name == "" {
+		name = c.DefaultProfile
+	}
+	if name == "" {
+		if len(c.Profiles) == 1 {
+			for _, p := range c.Profiles {
+				return p, nil
+			}
+		}
+		return Profile{}, fmt.Errorf("%w: %d profiles (%s) and no default_profile; name one with --profile or set default_profile",
+			ErrNoDefaultProfile, len(c.Profiles), strings.Join(c.ProfileNames(), ", "))
+	}
+	p, ok := c.Profiles[name]
+	if !ok {
+		return Profile{}, fmt.Errorf("%w %q (have %s)", ErrUnknownProfile, name, strings.Join(c.ProfileNames(), ", "))
+	}
+	return p, nil
+}
+
+// ResolveProfile is Profile with the zero-config fallback: when the
+// configuration has no profiles, the provider key in the environment read
+// through getenv supplies the profile "default" (see ZeroConfigProfile).
+func (c *Config) ResolveProfile(name string, getenv func(string) string) (Profile, error) {
+	if len(c.Profiles) > 0 {
+		return c.Profile(name)
+	}
+	p, ok := ZeroConfigProfile(getenv)
+	if !ok {
+		return Profile{}, ErrNoProfile
+	}
+	if name != "" && name != p.Name {
+		return Profile{}, fmt.Errorf("%w %q (have %s, from the environment)", ErrUnknownProfile, name, p.Name)
+	}
+	return p, nil
+}
+
+// PlanFor returns the plan dialect of sessions on profile p: p's own, else
+// the [tools] one.
+func (c *Config) PlanFor(p Profile) Plan {
+	if p.Plan != "" {
+		return p.Plan
+	}
+	return c.Tools.Plan
+}

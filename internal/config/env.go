@@ -1,0 +1,98 @@
+package config
+
+import "path/filepath"
+
+// ZeroConfigProfile builds the profile "default" from the environment, read
+// through getenv, for a run with no config file: OPENAI_API_KEY (with
+// OPENAI_BASE_URL) or else ANTHROPIC_API_KEY (with ANTHROPIC_BASE_URL), and
+// MEKA_MODEL for either. ok is false when neither key is set.
+func ZeroConfigProfile(getenv func(string) string) (p Profile, ok bool) {
+	for _, z := range []struct {
+		provider Provider
+		baseURL  string
+	}{
+		{ProviderOpenAI, "OPENAI_BASE_URL"},
+		{ProviderAnthropic, "ANTHROPIC_BASE_URL"},
+	} {
+		keyEnv := DefaultKeyEnv(z.provider)
+		if getenv(keyEnv) == "" {
+			continue
+		}
+		model := getenv("MEKA_MODEL")
+		if model == "" {
+			model = DefaultModel(z.provider)
+		}
+		return Profile{
+			Name:      "default",
+			Provider:  z.provider,
+			Model:     model,
+			BaseURL:   getenv(z.baseURL),
+			APIKeyEnv: keyEnv,
+			Vision:    true,
+		}, true
+	}
+	return Profile{}, false
+}
+
+// NoProfileHelp is the text to print beside ErrNoProfile: the two ways to
+// configure a profile, spelled out.
+func NoProfileHelp() string {
+	return `meka needs a model profile. Either set a provider key in the environment:
+
+  export OPENAI_API_KEY=...      # optional: OPENAI_BASE_URL; model gpt-4.1 unless MEKA_MODEL is set
+  export ANTHROPIC_API_KEY=...   # optional: ANTHROPIC_BASE_URL; model claude-sonnet-4-5 unless MEKA_MODEL is set
+
+or write a profile into the config file, ~/.config/meka/config.toml
+($XDG_CONFIG_HOME/meka/config.toml when XDG_CONFIG_HOME is set; $MEKA_CONFIG or
+--config name another file):
+
+  default_profile = "main"
+
+  [profiles.main]
+  provider = "anthropic"             # openai, anthropic or script
+  model = "claude-sonnet-4-5"
+  api_key_env = "ANTHROPIC_API_KEY"  # the variable holding the key, not the key
+`
+}
+
+// ConfigPath returns the config file to read: $MEKA_CONFIG, else DefaultPath.
+// Environment variables are read through getenv.
+func ConfigPath(getenv func(string) string) string {
+	if p := getenv("MEKA_CONFIG"); p != "" {
+		return p
+	}
+	return DefaultPath(getenv)
+}
+
+// DefaultPath returns where the config file lives when nothing names one:
+// $XDG_CONFIG_HOME/meka/config.toml, else $HOME/.config/meka/config.toml.
+// It is empty when neither variable gives an absolute directory. A missing
+// file there means "no config", where a missing file at a path someone
+// named is an error; that is the caller's distinction to make.
+func DefaultPath(getenv func(string) string) string {
+	return xdgPath(getenv, "XDG_CONFIG_HOME", ".config", "config.toml")
+}
+
+// DataDir returns meka's data directory (session database, logs):
+// $MEKA_DATA_DIR, else $XDG_DATA_HOME/meka, else $HOME/.local/share/meka.
+// It is empty when none of them gives a directory.
+func DataDir(getenv func(string) string) string {
+	if d := getenv("MEKA_DATA_DIR"); d != "" {
+		return d
+	}
+	return xdgPath(getenv, "XDG_DATA_HOME", filepath.Join(".local", "share"), "")
+}
+
+// xdgPath joins meka's directory under $xdgVar or, when that is unset or
+// relative (the XDG spec says to ignore relative values), $HOME/fallback.
+func xdgPath(getenv func(string) string, xdgVar, fallback, file string) string {
+	base := getenv(xdgVar)
+	if !filepath.IsAbs(base) {
+		home := getenv("HOME")
+		if home == "" {
+			return ""
+		}
+		base = filepath.Join(home, fallback)
+	}
+	return filepath.Join(base, "meka", file)
+}
