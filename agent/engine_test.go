@@ -45,13 +45,13 @@ func newTool(name string, mod func(*tool.Spec)) *fakeTool {
 
 // harness is one session on a real SQLite file.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	store session.Store
 	id    string
 	prov  *script.Provider
 }
 
-func newHarness(t *testing.T, rounds string) *harness {
+func newHarness(t testing.TB, rounds string) *harness {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meka.db"), sqlite.Options{})
 	if err != nil {

@@ -8,7 +8,11 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
+
+var printer = message.NewPrinter(language.English)
 
 func compileSchema(s Spec) (*jsonschema.Schema, error) {
 	if len(s.Schema) == 0 {
@@ -81,7 +85,7 @@ func describe(ve *jsonschema.ValidationError) string {
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
 			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			lines = append(lines, fmt.Sprintf("- at %s: %s", loc, e.ErrorKind.LocalizedString(nil)))
+			lines = append(lines, fmt.Sprintf("- at %s: %s", loc, e.ErrorKind.LocalizedString(printer)))
 			return
 		}
 		for _, c := range e.Causes {
