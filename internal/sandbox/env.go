@@ -1,0 +1,61 @@
+package sandbox
+
+import (
+	"slices"
+	"strings"
+)
+
+// credentialSuffixes are the name patterns ScrubEnv removes whatever the
+// profiles say: *_API_KEY, *_TOKEN and *_SECRET, compared without regard
+// to case. The list keeps to these three on purpose: a wider net (say
+// *_PASSWORD, *_KEY) also takes variables commands need, and the names a
+// profile declares are removed exactly anyway.
+var credentialSuffixes = []string{"_API_KEY", "_TOKEN", "_SECRET"}
+
+// ScrubEnv returns env ("NAME=value" entries) without the credentials a
+// child must not see: every name in extraNames (the provider key variables
+// the profiles name, matched exactly) and every name matching *_API_KEY,
+// *_TOKEN or *_SECRET. Entries without '=' are dropped as malformed. env
+// is not modified.
+func ScrubEnv(env []string, extraNames []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || slices.Contains(extraNames, name) || credential(name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func credential(name string) bool {
+	upper := strings.ToUpper(name)
+	for _, s := range credentialSuffixes {
+		if strings.HasSuffix(upper, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// setEnv returns env with name set to value, replacing earlier entries.
+func setEnv(env []string, name, value string) []string {
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		n, _, _ := strings.Cut(kv, "=")
+		return n == name
+	})
+	return append(out, name+"="+value)
+}
+
+// getEnv returns the value of name in env, the last entry winning as in
+// exec.
+func getEnv(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if n, val, ok := strings.Cut(kv, "="); ok && n == name {
+			v = val
+		}
+	}
+	return v
+}

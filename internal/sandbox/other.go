@@ -1,0 +1,37 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// errUnsupported is what the checked file operations return off Linux,
+// where the opened file's real path cannot be verified.
+var errUnsupported = errors.New("checked file operations need Linux")
+
+// RunHelperIfRequested returns at once: the Landlock helper is Linux-only.
+func RunHelperIfRequested() {}
+
+func landlockABI() int { return 0 }
+
+func setGroup(cmd *exec.Cmd, waitDelay time.Duration) { cmd.WaitDelay = waitDelay }
+
+func killGroup(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return os.ErrProcessDone
+	}
+	return p.Kill()
+}
+
+func Open(path string, roots *Roots) (*os.File, error)   { return nil, errUnsupported }
+func ReadFile(path string, roots *Roots) ([]byte, error) { return nil, errUnsupported }
+func OpenForWrite(path string, flag int, perm fs.FileMode, roots *Roots) (*os.File, error) {
+	return nil, errUnsupported
+}
+func WriteFileAtomic(path string, data []byte, roots *Roots) error { return errUnsupported }

@@ -1,0 +1,211 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// workspace lays out a tree for the roots tests:
+//
+//	base/ws            cwd, writable
+//	base/ws/sub
+//	base/ws/in.txt
+//	base/ws/out -> base/outside      (a symlink pointing out)
+//	base/ws/dangle -> base/outside/new.txt
+//	base/ws/inner -> base/ws/sub     (a symlink staying in)
+//	base/extra         additional writable
+//	base/ro            additional read-only, with ro/file.txt
+//	base/ro/rw         additional writable inside the read-only root
+//	base/outside/secret.txt
+type workspace struct {
+	base, ws, extra, ro, outside string
+	roots                        *Roots
+}
+
+func newWorkspace(t *testing.T) workspace {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workspace{
+		base:    base,
+		ws:      filepath.Join(base, "ws"),
+		extra:   filepath.Join(base, "extra"),
+		ro:      filepath.Join(base, "ro"),
+		outside: filepath.Join(base, "outside"),
+	}
+	for _, d := range []string{w.ws + "/sub", w.extra, w.ro + "/rw", w.outside} {
+		mustMkdir(t, d)
+	}
+	mustWrite(t, w.ws+"/in.txt", "inside\n")
+	mustWrite(t, w.ro+"/file.txt", "read only\n")
+	mustWrite(t, w.outside+"/secret.txt", "secret\n")
+	mustSymlink(t, w.outside, w.ws+"/out")
+	mustSymlink(t, w.outside+"/new.txt", w.ws+"/dangle")
+	mustSymlink(t, w.ws+"/sub", w.ws+"/inner")
+	w.roots, err = NewRoots(w.ws, []string{w.extra, w.ro + "/rw"}, []string{w.ro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func mustMkdir(t *testing.T, d string) {
+	t.Helper()
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWrite(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewRootsCollapses(t *testing.T) {
+	w := newWorkspace(t)
+	mustSymlink(t, w.extra, w.base+"/extra-link")
+	r, err := NewRoots(w.ws,
+		[]string{w.ws + "/sub", w.base + "/extra-link", w.extra, w.ro + "/rw"},
+		[]string{w.ws + "/sub", w.ro, w.ro + "/rw", w.ro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Writable(), []string{w.ws, w.extra, w.ro + "/rw"}; !slices.Equal(got, want) {
+		t.Errorf("Writable() = %q, want %q", got, want)
+	}
+	if got, want := r.ReadOnly(), []string{w.ro}; !slices.Equal(got, want) {
+		t.Errorf("ReadOnly() = %q, want %q", got, want)
+	}
+	if got, want := r.All(), []string{w.ws, w.extra, w.ro + "/rw", w.ro}; !slices.Equal(got, want) {
+		t.Errorf("All() = %q, want %q", got, want)
+	}
+	if r.Cwd() != w.ws {
+		t.Errorf("Cwd() = %q, want %q", r.Cwd(), w.ws)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	w := newWorkspace(t)
+	tests := []struct {
+		name   string
+		path   string
+		cwd    string
+		write  bool
+		want   string // canonical result; empty when refused
+		reason string
+	}{
+		{name: "relative", path: "in.txt", want: w.ws + "/in.txt"},
+		{name: "relative write", path: "in.txt", write: true, want: w.ws + "/in.txt"},
+		{name: "not yet existing", path: "a/b/c.txt", write: true, want: w.ws + "/a/b/c.txt"},
+		{name: "dot-dot staying inside", path: "sub/../in.txt", want: w.ws + "/in.txt"},
+		{name: "dot-dot from a sub cwd", path: "../in.txt", cwd: w.ws + "/sub", want: w.ws + "/in.txt"},
+		{name: "symlink staying inside", path: "inner/x.txt", write: true, want: w.ws + "/sub/x.txt"},
+		{name: "absolute in another root", path: w.extra + "/x", write: true, want: w.extra + "/x"},
+		{name: "dot-dot escape", path: "../outside/secret.txt", reason: ReasonDotDot},
+		{name: "deep dot-dot escape", path: "sub/../../../../etc/passwd", reason: ReasonDotDot},
+		{name: "absolute outside", path: w.outside + "/secret.txt", reason: ReasonOutside},
+		{name: "absolute system file", path: "/etc/passwd", reason: ReasonOutside},
+		{name: "symlink pointing out", path: "out/secret.txt", reason: ReasonSymlink},
+		{name: "symlink pointing out, write", path: "out/new.txt", write: true, reason: ReasonSymlink},
+		{name: "dangling symlink pointing out", path: "dangle", write: true, reason: ReasonSymlink},
+		{name: "read-only root read", path: w.ro + "/file.txt", want: w.ro + "/file.txt"},
+		{name: "read-only root write", path: w.ro + "/file.txt", write: true, reason: ReasonReadOnly},
+		{name: "read-only root new file", path: w.ro + "/new.txt", write: true, reason: ReasonReadOnly},
+		{name: "writable inside read-only", path: w.ro + "/rw/x", write: true, want: w.ro + "/rw/x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := w.roots.Resolve(tt.path, tt.cwd, tt.write)
+			if tt.reason == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("Resolve(%q) = %q, %v; want %q", tt.path, got, err, tt.want)
+				}
+				return
+			}
+			var ee *EscapeError
+			if !errors.As(err, &ee) || !errors.Is(err, ErrEscape) {
+				t.Fatalf("Resolve(%q) = %q, %v; want an *EscapeError", tt.path, got, err)
+			}
+			if ee.Reason != tt.reason || ee.Path != tt.path {
+				t.Errorf("EscapeError = %+v, want reason %q", ee, tt.reason)
+			}
+			msg := err.Error()
+			for _, root := range []string{w.ws, w.extra, w.ro} {
+				if !strings.Contains(msg, root) {
+					t.Errorf("message %q does not name root %s", msg, root)
+				}
+			}
+		})
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	w := newWorkspace(t)
+	mustSymlink(t, "loop-b", w.ws+"/loop-a")
+	mustSymlink(t, "loop-a", w.ws+"/loop-b")
+	if _, err := Canonical(w.ws + "/loop-a/x"); !errors.Is(err, errLoop) {
+		t.Errorf("Canonical(loop) error = %v, want %v", err, errLoop)
+	}
+	mustSymlink(t, "../outside", w.ws+"/rel-out")
+	if got, err := Canonical(w.ws + "/rel-out/a/../secret.txt"); err != nil || got != w.outside+"/secret.txt" {
+		t.Errorf("Canonical(relative link) = %q, %v", got, err)
+	}
+	if got, err := Canonical(w.ws + "/dangle"); err != nil || got != w.outside+"/new.txt" {
+		t.Errorf("Canonical(dangling link) = %q, %v", got, err)
+	}
+}
+
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"in.txt", "../x", "out/secret.txt", "inner/../../outside", "/etc/passwd", "dangle", "a//b/./c"} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	base, err := filepath.EvalSymlinks(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	ws, outside := base+"/ws", base+"/outside"
+	if err := os.MkdirAll(ws+"/sub", 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Symlink(outside, ws+"/out"); err != nil {
+		f.Fatal(err)
+	}
+	roots, err := NewRoots(ws, nil, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, p string, write bool) {
+		if strings.ContainsRune(p, 0) {
+			return
+		}
+		got, err := roots.Resolve(p, "", write)
+		if err != nil {
+			return
+		}
+		if !within(got, ws) {
+			t.Fatalf("Resolve(%q) = %q, outside %s", p, got, ws)
+		}
+		if c, err := Canonical(got); err != nil || c != got {
+			t.Fatalf("Resolve(%q) = %q, not canonical (%q, %v)", p, got, c, err)
+		}
+	})
+}
