@@ -38,6 +38,9 @@ const (
 type UserMessage struct {
 	Parts  model.Parts `json:"parts"`
 	Source string      `json:"source,omitempty"`
+	// Tasks names the background tasks a SourceTask message reports, so
+	// that folds (a checklist item deferred on a task) read it from the log.
+	Tasks []string `json:"tasks,omitempty"`
 }
 
 // AssistantMessage is one model response: text, thinking and tool calls.
