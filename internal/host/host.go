@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/task"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -70,9 +71,10 @@ type Env struct {
 	DataDir string
 	// Level returns the session's level now.
 	Level func() permission.Level
-	// Tasks reports on the session's background tasks; nil when the
-	// session has none.
-	Tasks TaskLookup
+	// Tasks reports on the session's background tasks, and TaskRegistry
+	// starts them; both nil when the session has no data directory.
+	Tasks        TaskLookup
+	TaskRegistry *task.Registry
 }
 
 // TaskLookup tells an extension about a session's background tasks.

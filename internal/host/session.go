@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/task"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -37,6 +38,13 @@ type Session struct {
 	asker   permission.Asker
 
 	turns sync.WaitGroup // running turns
+
+	tasks        *task.Registry
+	taskDone     chan struct{} // a task ended
+	idle         chan struct{} // a turn ended
+	stop         chan struct{} // closed by shutdown
+	reporterDone chan struct{}
+	stopOnce     sync.Once
 }
 
 // ErrClosed is returned by a session that was closed.
@@ -69,6 +77,10 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 		Asker:     permission.AskerFunc(s.ask),
 	}
 	env := Env{SessionID: meta.ID, Meta: meta, Profile: prof, DataDir: s.dataDir, Level: s.Level}
+	if s.dataDir != "" {
+		s.startTasks()
+		env.Tasks, env.TaskRegistry = s, s.tasks
+	}
 
 	s.tools = tool.NewRegistry(h.opts.Deny...)
 	if h.opts.Tools != nil {
@@ -109,6 +121,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	}
 	s.engine, err = agent.New(opts, rows)
 	if err != nil {
+		s.shutdown()
 		return nil, err
 	}
 	return s, nil
@@ -237,6 +250,12 @@ func (s *Session) Prompt(ctx context.Context, parts ...model.Part) (agent.Result
 
 // Run runs a turn with msg as its input. Cancel (or ctx) cancels it.
 func (s *Session) Run(ctx context.Context, msg session.UserMessage) (agent.Result, error) {
+	return s.run(ctx, msg, nil)
+}
+
+// run runs a turn; started, when set, is called once the turn is sure to
+// run, before the engine starts it.
+func (s *Session) run(ctx context.Context, msg session.UserMessage, started func()) (agent.Result, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.mu.Lock()
@@ -257,7 +276,11 @@ func (s *Session) Run(ctx context.Context, msg session.UserMessage) (agent.Resul
 		s.inbox = nil
 		s.mu.Unlock()
 		s.turns.Done()
+		s.signalIdle()
 	}()
+	if started != nil {
+		started()
+	}
 	return s.engine.Run(ctx, msg)
 }
 
@@ -288,10 +311,18 @@ func (s *Session) close(ctx context.Context) error {
 	return s.lock.Release(context.WithoutCancel(ctx))
 }
 
-// shutdown stops what the session owns, but not its lock.
+// shutdown stops what the session owns, but not its lock: the report
+// deliverer, then the tasks.
 func (s *Session) shutdown() {
-	s.mu.Lock()
-	s.subs = nil
-	s.mu.Unlock()
-	s.gate.Forget()
+	s.stopOnce.Do(func() {
+		if s.stop != nil {
+			close(s.stop)
+			<-s.reporterDone
+			_ = s.tasks.Close()
+		}
+		s.mu.Lock()
+		s.subs = nil
+		s.mu.Unlock()
+		s.gate.Forget()
+	})
 }
