@@ -61,6 +61,11 @@ type Changed struct {
 	Completed, Total int
 	// Retired counts completed steps folded out of the list (update_plan).
 	Retired int
+	// Stale is set when a new user turn has started since the agent last
+	// updated the list (write_todos): the list may describe a request the
+	// user has moved past, so front doors hide or dim it until the next
+	// update clears the flag. Item states are unchanged.
+	Stale bool
 }
 
 // Active returns the item in progress, if any.
