@@ -1,0 +1,379 @@
+// Package shelltool owns shell_execute, meka's built-in shell tool: it runs
+// `sh -c command` in the session's cwd under the confinement of the level
+// the call runs at (read-only at read, the workspace roots at workspace,
+// none at unrestricted), with the environment scrubbed of credentials, a
+// timeout that kills the whole process group, live output for front
+// doors, stdout and stderr kept apart for the model, large output moved to
+// the session's scratchpad, and background tasks.
+//
+// Where neither Landlock nor bubblewrap can confine, the tool declares
+// that it needs unrestricted, so read and workspace refuse it: it never
+// runs unconfined while a level is claimed.
+//
+// It imports tool, permission, model, internal/sandbox and internal/task.
+package shelltool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"meka.dev/meka/internal/sandbox"
+	"meka.dev/meka/internal/task"
+	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/tool"
+)
+
+// Name is the tool's name.
+const Name = "shell_execute"
+
+// Defaults for Options' zero values, and the schema's bounds.
+const (
+	DefaultTimeout   = 120 * time.Second
+	MaxTimeout       = 3600 * time.Second
+	DefaultHeadBytes = 16 << 10
+	DefaultMaxSpill  = 64 << 20
+	// LiveInterval is the least time between two live output chunks.
+	LiveInterval = 150 * time.Millisecond
+)
+
+var (
+	errNoScratch = errors.New("this session has no scratchpad")
+	errSpillFull = errors.New("the scratchpad file reached its size limit")
+)
+
+// Options configure the shell tool of one session. The zero value of each
+// optional field means its default.
+type Options struct {
+	// Roots returns the session's current roots; a workspace call writes
+	// only inside their writable directories. Nil takes the call's cwd as
+	// the only root.
+	Roots func() *sandbox.Roots
+	// Tasks is the session's task registry; nil refuses background calls.
+	Tasks *task.Registry
+	// ScratchDir is the session's scratchpad, where large output goes.
+	ScratchDir string
+	// Env is the environment commands start from (the composition root
+	// passes its own); it is scrubbed before every call.
+	Env []string
+	// ScrubNames are the provider key variables the profiles name, removed
+	// from Env with the *_API_KEY, *_TOKEN and *_SECRET patterns.
+	ScrubNames []string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Available reports the backend that confines a mode;
+	// sandbox.Available when nil.
+	Available func(sandbox.Mode) (string, error)
+	// Ticker paces live output: it returns a channel that ticks every d
+	// and a function that stops it. A time.Ticker when nil.
+	Ticker func(d time.Duration) (<-chan time.Time, func())
+	// WithTimeout bounds a call; context.WithTimeout when nil.
+	WithTimeout func(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc)
+	// HeadBytes bounds the output a result carries inline, both streams
+	// together; DefaultHeadBytes when zero.
+	HeadBytes int
+	// MaxSpill bounds each stream's scratchpad file; DefaultMaxSpill when
+	// zero.
+	MaxSpill int64
+}
+
+// Tool is shell_execute.
+type Tool struct {
+	opts Options
+	// confined is whether read-only and workspace commands can be
+	// confined here, fixed when the tool is built.
+	confined bool
+}
+
+var (
+	_ tool.Tool   = (*Tool)(nil)
+	_ tool.Titler = (*Tool)(nil)
+)
+
+// New returns shell_execute for one session.
+func New(opts Options) *Tool {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Available == nil {
+		opts.Available = sandbox.Available
+	}
+	if opts.Ticker == nil {
+		opts.Ticker = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		}
+	}
+	if opts.WithTimeout == nil {
+		opts.WithTimeout = context.WithTimeout
+	}
+	if opts.HeadBytes <= 0 {
+		opts.HeadBytes = DefaultHeadBytes
+	}
+	if opts.MaxSpill <= 0 {
+		opts.MaxSpill = DefaultMaxSpill
+	}
+	_, errRead := opts.Available(sandbox.ReadOnly)
+	_, errWorkspace := opts.Available(sandbox.Workspace)
+	return &Tool{opts: opts, confined: errRead == nil && errWorkspace == nil}
+}
+
+const description = `Run a shell command with sh -c in the session's working directory. The result states the exit code and keeps stdout and stderr apart.
+
+Confinement follows the permission level: at read the command may write only in its private temp dir ($TMPDIR); at workspace only inside the workspace directories and $TMPDIR; writes elsewhere fail with a permission error. Reads and the network are not confined. The environment carries no credentials.
+
+A command that outlives its timeout (default 120 seconds, at most 3600) is killed with every process it started, and processes it leaves running in the background are stopped when it exits. For long-running work (a server, a long build or test run) set background: true: the call returns a task id at once, and when the task ends its outcome and output are reported to you in a turn of their own.
+
+Large output is cut; the whole of it is saved to a scratchpad file, named in the result, that file_read can read.`
+
+var schema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "The command line, run with sh -c."},
+    "timeout": {"type": "integer", "minimum": 1, "maximum": 3600, "description": "Seconds before the command and every process it started are killed. Default 120; a background task has none unless given."},
+    "background": {"type": "boolean", "description": "Start the command as a background task and return its id at once; its report arrives as a turn of its own when it ends."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`)
+
+// Spec declares shell_execute. It needs read where commands can be
+// confined and unrestricted where they cannot.
+func (t *Tool) Spec() tool.Spec {
+	level := permission.Unrestricted
+	if t.confined {
+		level = permission.Read
+	}
+	return tool.Spec{
+		Name:        Name,
+		Description: description,
+		Schema:      schema,
+		Level:       level,
+		Kind:        tool.KindExecute,
+	}
+}
+
+type args struct {
+	Command    string `json:"command"`
+	Timeout    *int   `json:"timeout"`
+	Background bool   `json:"background"`
+}
+
+// Title is the command itself, whole, its line breaks kept: clients show
+// an execute call's title as the command.
+func (t *Tool) Title(raw json.RawMessage) string {
+	var a args
+	if json.Unmarshal(raw, &a) != nil {
+		return ""
+	}
+	return a.Command
+}
+
+// State is the structured result of a call, for front doors (an ACP
+// terminal closes with the real exit code and signal).
+type State struct {
+	// ExitCode is -1 when the command did not exit on its own.
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Canceled bool   `json:"canceled,omitempty"`
+	// Sandbox is the backend that confined the command, empty when
+	// unconfined.
+	Sandbox string       `json:"sandbox,omitempty"`
+	Stdout  *StreamState `json:"stdout,omitempty"`
+	Stderr  *StreamState `json:"stderr,omitempty"`
+	// Task is the background task a background call started.
+	Task *task.Task `json:"task,omitempty"`
+}
+
+// StreamState describes one output stream.
+type StreamState struct {
+	Bytes int64 `json:"bytes"`
+	// Scratch is the scratchpad file holding the whole stream, when the
+	// result shows only part of it.
+	Scratch string `json:"scratch,omitempty"`
+}
+
+// Run runs the call's command.
+func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+	var a args
+	if err := json.Unmarshal(call.Arguments, &a); err != nil {
+		return tool.Errorf("shell_execute: the arguments are not valid JSON (%v). Send {\"command\": \"...\"}.", err), nil
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return tool.Errorf("shell_execute needs a command: send {\"command\": \"...\"}."), nil
+	}
+	mode, ok := modeFor(call.Level)
+	if !ok {
+		return tool.Errorf("shell_execute was refused: this session's permission level is %s.", call.Level), nil
+	}
+	backend, err := t.opts.Available(mode)
+	if err != nil {
+		return tool.Errorf("shell_execute was refused at the %s level: %v. meka never runs a command unconfined while a level is claimed, so commands need the unrestricted level on this machine; ask the user to raise it.", call.Level, err), nil
+	}
+	cwd, writable, err := t.where(call, mode)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	env := sandbox.ScrubEnv(t.opts.Env, t.opts.ScrubNames)
+
+	if a.Background {
+		return t.background(a, cwd, env, mode, writable, backend)
+	}
+	timeout := DefaultTimeout
+	if a.Timeout != nil {
+		timeout = min(max(time.Duration(*a.Timeout)*time.Second, time.Second), MaxTimeout)
+	}
+	return t.foreground(ctx, call, timeout, sandbox.Spec{
+		Args: []string{"sh", "-c", a.Command}, Dir: cwd, Env: env,
+		Mode: mode, Writable: writable, Backend: backend,
+	})
+}
+
+func modeFor(l permission.Level) (sandbox.Mode, bool) {
+	switch l {
+	case permission.Read:
+		return sandbox.ReadOnly, true
+	case permission.Workspace:
+		return sandbox.Workspace, true
+	case permission.Unrestricted:
+		return sandbox.Unrestricted, true
+	}
+	return 0, false
+}
+
+// where returns the directory a call runs in and what it may write.
+func (t *Tool) where(call tool.Call, mode sandbox.Mode) (string, []string, error) {
+	var roots *sandbox.Roots
+	if t.opts.Roots != nil {
+		roots = t.opts.Roots()
+	}
+	cwd := call.Cwd
+	if cwd == "" && roots != nil {
+		cwd = roots.Cwd()
+	}
+	if cwd == "" {
+		return "", nil, errors.New("run shell_execute: the call has no working directory")
+	}
+	if mode != sandbox.Workspace {
+		return cwd, nil, nil
+	}
+	if roots == nil {
+		r, err := sandbox.NewRoots(cwd, nil, nil)
+		if err != nil {
+			return "", nil, fmt.Errorf("run shell_execute: %w", err)
+		}
+		roots = r
+	}
+	return cwd, roots.Writable(), nil
+}
+
+func (t *Tool) background(a args, cwd string, env []string, mode sandbox.Mode, writable []string, backend string) (tool.Result, error) {
+	if t.opts.Tasks == nil {
+		return tool.Errorf("shell_execute cannot start background tasks in this session; run the command without background."), nil
+	}
+	var timeout time.Duration
+	if a.Timeout != nil {
+		timeout = min(max(time.Duration(*a.Timeout)*time.Second, time.Second), MaxTimeout)
+	}
+	tk, err := t.opts.Tasks.Start(task.Spec{
+		Command: a.Command, Dir: cwd, Env: env, Mode: mode,
+		Writable: writable, Backend: backend, Timeout: timeout,
+	})
+	if err != nil {
+		return tool.Errorf("shell_execute could not start the background task: %v", err), nil
+	}
+	text := fmt.Sprintf("Started background task %s. It runs on after this call; when it ends, its outcome and output are reported to you in a turn of their own. Its output (stdout and stderr together) is being written to %s.", tk.ID, tk.Output)
+	if timeout > 0 {
+		text += fmt.Sprintf(" It is killed if it runs longer than %s.", task.FormatDuration(timeout))
+	}
+	st, _ := json.Marshal(State{ExitCode: -1, Sandbox: backend, Task: &tk})
+	return tool.Result{Content: []model.Part{model.Text{Text: text}}, State: st}, nil
+}
+
+func (t *Tool) foreground(ctx context.Context, call tool.Call, timeout time.Duration, spec sandbox.Spec) (tool.Result, error) {
+	if spec.Mode != sandbox.Unrestricted {
+		tmp, err := os.MkdirTemp("", "meka-shell-")
+		if err != nil {
+			return tool.Result{}, fmt.Errorf("run shell_execute: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		spec.TempDir = tmp
+	}
+	runCtx, cancel := t.opts.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd, err := sandbox.Command(runCtx, spec)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrNoConfinement) {
+			return tool.Errorf("shell_execute was refused: %v. meka never runs a command unconfined while a level is claimed.", err), nil
+		}
+		return tool.Result{}, fmt.Errorf("run shell_execute: %w", err)
+	}
+
+	var lv *live
+	if call.Output != nil {
+		lv = &live{out: call.Output}
+	}
+	create := t.scratch(call)
+	stdout := &stream{name: "stdout", limit: t.opts.HeadBytes, maxSpill: t.opts.MaxSpill, create: create, live: lv}
+	stderr := &stream{name: "stderr", limit: t.opts.HeadBytes, maxSpill: t.opts.MaxSpill, create: create, live: lv}
+	defer stdout.close()
+	defer stderr.close()
+
+	stopLive := func() {}
+	if lv != nil {
+		ticks, stopTicker := t.opts.Ticker(LiveInterval)
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			lv.run(ticks, stop)
+		}()
+		stopLive = func() {
+			close(stop)
+			<-stopped
+			stopTicker()
+		}
+	}
+	run, err := sandbox.Start(cmd, stdout, stderr)
+	if err != nil {
+		stopLive()
+		return tool.Errorf("shell_execute could not start the command: %v", err), nil
+	}
+	werr := run.Wait()
+	stopLive() // the last Output call happens before Run returns
+
+	st := State{ExitCode: -1, Sandbox: spec.Backend}
+	if ps := cmd.ProcessState; ps != nil {
+		st.ExitCode, st.Signal = ps.ExitCode(), signalOf(ps)
+	}
+	switch {
+	case ctx.Err() != nil:
+		st.Canceled = true
+	case runCtx.Err() != nil && st.ExitCode < 0:
+		st.TimedOut = true
+	}
+	if werr != nil && cmd.ProcessState == nil {
+		return tool.Errorf("shell_execute: the command failed: %v", werr), nil
+	}
+	return t.result(timeout, st, stdout, stderr), nil
+}
+
+// scratch returns the function that creates a stream's scratchpad file,
+// nil without a scratchpad.
+func (t *Tool) scratch(call tool.Call) func(name string) (*os.File, error) {
+	if t.opts.ScratchDir == "" {
+		return nil
+	}
+	return func(name string) (*os.File, error) {
+		if err := os.MkdirAll(t.opts.ScratchDir, 0o700); err != nil {
+			return nil, err
+		}
+		stamp := t.opts.Now().UTC().Format("20060102T150405")
+		return os.CreateTemp(t.opts.ScratchDir, fmt.Sprintf("%s-%s-*.%s.txt", Name, stamp, name))
+	}
+}
