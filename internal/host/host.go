@@ -15,11 +15,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/task"
+	"meka.dev/meka/internal/tools/fstool"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -75,6 +77,12 @@ type Env struct {
 	// starts them; both nil when the session has no data directory.
 	Tasks        TaskLookup
 	TaskRegistry *task.Registry
+	// Files is what the session's file tools read and write through: the
+	// local disk, or a front door's Files once one attaches (SetFiles).
+	Files fstool.FS
+	// ReadableDirs are directories every session may read beyond its
+	// workspace (Options.ReadableDirs).
+	ReadableDirs []string
 }
 
 // TaskLookup tells an extension about a session's background tasks.
@@ -115,6 +123,13 @@ type Options struct {
 	MaxTurns, MaxToolCalls int
 	// System, when set, replaces the built-in system prompt's preamble.
 	System string
+	// AdditionalDirs are added to every session's workspace, beside the
+	// directories the session records; they are not persisted. Env.Meta
+	// carries them in AdditionalDirs.
+	AdditionalDirs []string
+	// ReadableDirs are directories every session may read beyond its
+	// workspace.
+	ReadableDirs []string
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -123,7 +138,7 @@ type Options struct {
 type Host struct {
 	opts Options
 
-	mu   sync.Mutex // guards open
+	mu   sync.Mutex // guards open, and opts.AdditionalDirs and opts.ReadableDirs
 	open map[string]*Session
 }
 
@@ -148,6 +163,39 @@ func New(opts Options) (*Host, error) {
 		opts.Holder.Host, _ = os.Hostname()
 	}
 	return &Host{opts: opts, open: make(map[string]*Session)}, nil
+}
+
+// AddRoots adds directories to the workspace of every session opened from
+// now on (workspace) and to what they may read (readable). The
+// directories must exist; they are recorded canonically.
+func (h *Host) AddRoots(workspace, readable []string) error {
+	var ws, rs []string
+	for _, d := range workspace {
+		c, err := Canonical(d)
+		if err != nil {
+			return fmt.Errorf("add workspace directory: %w", err)
+		}
+		ws = append(ws, c)
+	}
+	for _, d := range readable {
+		c, err := Canonical(d)
+		if err != nil {
+			return fmt.Errorf("add readable directory: %w", err)
+		}
+		rs = append(rs, c)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.opts.AdditionalDirs = append(h.opts.AdditionalDirs, ws...)
+	h.opts.ReadableDirs = append(h.opts.ReadableDirs, rs...)
+	return nil
+}
+
+// roots returns the host-wide additional and readable directories.
+func (h *Host) roots() (workspace, readable []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.opts.AdditionalDirs), slices.Clone(h.opts.ReadableDirs)
 }
 
 // Store returns the host's session store, for listings.
@@ -293,6 +341,31 @@ func (h *Host) CloseSession(ctx context.Context, id string) error {
 		return nil
 	}
 	return s.close(ctx)
+}
+
+// SweepIdle closes the open sessions that no turn runs in and that were
+// last used longer than idle ago, and returns their ids. A swept session
+// is only released: the next Open takes it up again from its rows.
+func (h *Host) SweepIdle(ctx context.Context, idle time.Duration) []string {
+	cutoff := h.opts.Now().Add(-idle)
+	var swept []string
+	for _, s := range h.Sessions() {
+		if s.Busy() || !s.LastUsed().Before(cutoff) {
+			continue
+		}
+		h.mu.Lock()
+		if h.open[s.id] != s || s.Busy() {
+			h.mu.Unlock()
+			continue
+		}
+		delete(h.open, s.id)
+		h.mu.Unlock()
+		if err := s.close(ctx); err != nil {
+			h.opts.Logger.Warn("release idle session", "session_id", s.id, "err", err)
+		}
+		swept = append(swept, s.id)
+	}
+	return swept
 }
 
 // Close closes every open session.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/task"
@@ -28,6 +30,12 @@ type Session struct {
 	profile Profile
 	dataDir string
 	level   atomic.Int32
+	files   sessionFiles
+	// approvals is whether a call above the level is put to the asker.
+	approvals atomic.Bool
+	// used is when the session was last used (unix nanoseconds), for the
+	// idle sweep.
+	used atomic.Int64
 
 	mu      sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker
 	meta    session.Meta
@@ -64,19 +72,27 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	}
 	s := &Session{h: h, id: meta.ID, lock: lock, meta: meta, profile: prof, subs: make(map[int]func(agent.Event))}
 	s.level.Store(int32(level))
+	s.approvals.Store(h.opts.Permissions.Approvals)
+	s.Touch()
 	if h.opts.DataDir != "" {
 		s.dataDir = filepath.Join(h.opts.DataDir, "sessions", meta.ID)
 		if err := os.MkdirAll(s.dataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("create session directory: %w", err)
 		}
 	}
+	// The gate always asks; ask refuses at once while approvals are off,
+	// so that they can be switched while a turn runs.
 	s.gate = &tool.Gate{
 		Level:     s.Level,
 		Overrides: h.opts.Permissions.ToolLevels,
-		Approvals: h.opts.Permissions.Approvals,
+		Approvals: true,
 		Asker:     permission.AskerFunc(s.ask),
 	}
-	env := Env{SessionID: meta.ID, Meta: meta, Profile: prof, DataDir: s.dataDir, Level: s.Level}
+	extra, readable := h.roots()
+	wide := meta
+	wide.AdditionalDirs = mergeDirs(meta.Cwd, meta.AdditionalDirs, extra)
+	env := Env{SessionID: meta.ID, Meta: wide, Profile: prof, DataDir: s.dataDir, Level: s.Level,
+		Files: &s.files, ReadableDirs: readable}
 	if s.dataDir != "" {
 		s.startTasks()
 		env.Tasks, env.TaskRegistry = s, s.tasks
@@ -114,7 +130,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 		opts.Compactors = append(opts.Compactors, x.Compactors...)
 		opts.Folds = append(opts.Folds, x.Folds...)
 	}
-	opts.System = h.systemPrompt(meta, prof, s.tools)
+	opts.System = h.systemPrompt(wide, prof, s.tools)
 	rows, err := h.opts.Store.Rows(ctx, meta.ID, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read rows: %w", err)
@@ -213,6 +229,9 @@ func (s *Session) SetAsker(a permission.Asker) {
 }
 
 func (s *Session) ask(ctx context.Context, req permission.Request) (permission.Decision, error) {
+	if !s.approvals.Load() {
+		return permission.Deny, errApprovalsOff
+	}
 	s.mu.Lock()
 	a := s.asker
 	s.mu.Unlock()
@@ -220,6 +239,39 @@ func (s *Session) ask(ctx context.Context, req permission.Request) (permission.D
 		return permission.Deny, nil
 	}
 	return a.Ask(ctx, req)
+}
+
+var errApprovalsOff = errors.New("approvals are off")
+
+// Approvals reports whether a call above the session's level is put to
+// the front door's asker rather than refused.
+func (s *Session) Approvals() bool { return s.approvals.Load() }
+
+// SetApprovals switches approvals; like a level change it applies to the
+// next tool call, even inside a running turn. It lasts as long as the
+// session is open.
+func (s *Session) SetApprovals(on bool) { s.approvals.Store(on) }
+
+// Touch records that a front door used the session, for the idle sweep.
+func (s *Session) Touch() { s.used.Store(s.h.opts.Now().UnixNano()) }
+
+// LastUsed returns when the session was last used: a turn started or
+// ended, or a front door touched it.
+func (s *Session) LastUsed() time.Time { return time.Unix(0, s.used.Load()) }
+
+// mergeDirs returns dirs followed by those of extra not already among
+// them, nor cwd.
+func mergeDirs(cwd string, dirs, extra []string) []string {
+	if len(extra) == 0 {
+		return dirs
+	}
+	out := slices.Clone(dirs)
+	for _, d := range extra {
+		if d != cwd && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Steer queues a message for the running turn; it rides the next tool
@@ -270,7 +322,9 @@ func (s *Session) run(ctx context.Context, msg session.UserMessage, started func
 	s.cancel = cancel
 	s.turns.Add(1)
 	s.mu.Unlock()
+	s.Touch()
 	defer func() {
+		s.Touch()
 		s.mu.Lock()
 		s.cancel = nil
 		s.inbox = nil

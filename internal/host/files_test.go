@@ -1,0 +1,198 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/tools/fstool"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/tool"
+)
+
+// editor serves paths under dir from memory, answers ErrNotServed
+// elsewhere, and fails with fail when set.
+type editor struct {
+	dir  string
+	buf  map[string]string
+	fail error
+}
+
+func (e *editor) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	if e.fail != nil {
+		return nil, e.fail
+	}
+	if filepath.Dir(p) != e.dir {
+		return nil, host.ErrNotServed
+	}
+	s, ok := e.buf[p]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return []byte(s), nil
+}
+
+func (e *editor) WriteFile(ctx context.Context, p string, data []byte) error {
+	e.buf[p] = string(data)
+	return nil
+}
+
+// filesOf opens a session and returns the FS its tools were built with.
+func filesOf(t *testing.T, f *fixture) (*host.Session, fstool.FS) {
+	t.Helper()
+	var got fstool.FS
+	f.opts.Tools = func(env host.Env) ([]tool.Tool, error) {
+		got = env.Files
+		return nil, nil
+	}
+	s, err := f.host(t).Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, got
+}
+
+func TestFilesRouteByRead(t *testing.T) {
+	f := newFixture(t, `[]`)
+	s, files := filesOf(t, f)
+	router := files.(fstool.Router)
+	dir := t.TempDir()
+	onDisk := filepath.Join(dir, "disk.txt")
+	if err := os.WriteFile(onDisk, []byte("disk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Nothing attached: the disk.
+	data, r, err := router.Route(t.Context(), onDisk)
+	if err != nil || string(data) != "disk\n" || r.Note != "" {
+		t.Fatalf("detached: %q %+v %v", data, r, err)
+	}
+
+	ed := &editor{dir: filepath.Join(dir, "proj"), buf: map[string]string{filepath.Join(dir, "proj", "a.txt"): "buffer\n"}}
+	s.SetFiles(ed)
+	data, r, err = router.Route(t.Context(), filepath.Join(dir, "proj", "a.txt"))
+	if err != nil || string(data) != "buffer\n" || r.Note != "" {
+		t.Fatalf("served: %q %+v %v", data, r, err)
+	}
+	if err := r.FS.WriteFile(t.Context(), filepath.Join(dir, "proj", "a.txt"), []byte("edited\n")); err != nil || ed.buf[filepath.Join(dir, "proj", "a.txt")] != "edited\n" {
+		t.Fatalf("the write did not go back through the editor: %v", err)
+	}
+
+	// Not served: the disk, with a note for the result.
+	data, r, err = router.Route(t.Context(), onDisk)
+	if err != nil || string(data) != "disk\n" || r.Note == "" {
+		t.Fatalf("not served: %q %+v %v", data, r, err)
+	}
+	if _, ok := r.FS.(fstool.Disk); !ok {
+		t.Fatalf("a file the editor does not serve is written through %T", r.FS)
+	}
+
+	// Another error fails the call for a file on disk, and means a new
+	// file for one that is nowhere.
+	ed.fail = errors.New("internal error")
+	if _, _, err := router.Route(t.Context(), onDisk); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an editor error on an existing file: %v", err)
+	}
+	_, r, err = router.Route(t.Context(), filepath.Join(dir, "new.txt"))
+	if !errors.Is(err, fs.ErrNotExist) || r.FS == nil {
+		t.Fatalf("an editor error on a new file: %+v %v", r, err)
+	}
+	if _, ok := r.FS.(fstool.Disk); ok {
+		t.Fatal("a new file the editor may create went to the disk")
+	}
+
+	s.SetFiles(nil)
+	if data, err := files.ReadFile(t.Context(), onDisk); err != nil || string(data) != "disk\n" {
+		t.Fatalf("detached again: %q %v", data, err)
+	}
+}
+
+func TestSweepIdle(t *testing.T) {
+	f := newFixture(t, `[{"text":"hi"}]`)
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	f.opts.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.SweepIdle(t.Context(), time.Hour); len(got) != 0 {
+		t.Fatalf("swept a fresh session: %v", got)
+	}
+	now.Add(int64(2 * time.Hour))
+	if got := h.SweepIdle(t.Context(), time.Hour); len(got) != 1 || got[0] != s.ID() {
+		t.Fatalf("swept %v, want %s", got, s.ID())
+	}
+	if _, ok := h.Get(s.ID()); ok {
+		t.Fatal("a swept session is still open")
+	}
+	// Released, so this host (or another) can take it again.
+	again, err := h.Open(t.Context(), s.ID())
+	if err != nil || again == s {
+		t.Fatalf("reopen after the sweep: %v", err)
+	}
+}
+
+func TestApprovalsSwitch(t *testing.T) {
+	f := newFixture(t, `[{"tool_calls":[{"id":"c1","name":"write"}]},{"text":"done"},{"tool_calls":[{"id":"c2","name":"write"}]},{"text":"done"}]`)
+	f.opts.Permissions.Approvals = true
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	s.SetAsker(permission.AskerFunc(func(context.Context, permission.Request) (permission.Decision, error) {
+		asked.Add(1)
+		return permission.Allow, nil
+	}))
+	if !s.Approvals() {
+		t.Fatal("approvals should start from the policy")
+	}
+	if _, err := s.Prompt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() != 1 || lastResult(t, s).Status != "ok" {
+		t.Fatalf("with approvals on: asked %d, %+v", asked.Load(), lastResult(t, s))
+	}
+	s.SetApprovals(false)
+	if _, err := s.Prompt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() != 1 || lastResult(t, s).Status != "refused" {
+		t.Fatalf("with approvals off: asked %d, %+v", asked.Load(), lastResult(t, s))
+	}
+}
+
+func TestAddRoots(t *testing.T) {
+	f := newFixture(t, `[]`)
+	var env host.Env
+	f.opts.Tools = func(e host.Env) ([]tool.Tool, error) { env = e; return nil, nil }
+	h := f.host(t)
+	extra, readable := t.TempDir(), t.TempDir()
+	if err := h.AddRoots([]string{extra}, []string{readable}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AddRoots([]string{filepath.Join(extra, "missing")}, nil); err == nil {
+		t.Fatal("a missing directory was added")
+	}
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cx, _ := host.Canonical(extra)
+	cr, _ := host.Canonical(readable)
+	if len(env.Meta.AdditionalDirs) != 1 || env.Meta.AdditionalDirs[0] != cx || len(env.ReadableDirs) != 1 || env.ReadableDirs[0] != cr {
+		t.Fatalf("env roots: %v %v", env.Meta.AdditionalDirs, env.ReadableDirs)
+	}
+	if len(s.Meta().AdditionalDirs) != 0 {
+		t.Fatalf("host-wide roots were recorded on the session: %v", s.Meta().AdditionalDirs)
+	}
+}
