@@ -130,8 +130,8 @@ type Options struct {
 	// ReadableDirs are directories every session may read beyond its
 	// workspace.
 	ReadableDirs []string
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now          func() time.Time
+	Logger       *slog.Logger
 }
 
 // Host holds the sessions this process has open.
