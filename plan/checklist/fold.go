@@ -186,22 +186,26 @@ func (f *Fold) Items() []plan.Item {
 	return f.state().Items
 }
 
-// reportPrefix opens the line a task report starts with.
+// reportPrefix opens the marker line of a task report.
 const reportPrefix = "[background tasks reported: "
 
-// ReportMarker returns the line the host puts first in the message that
-// delivers background task reports, naming the tasks it reports: the fold
-// reads it to reopen the items deferred on them.
+// ReportMarker returns a line naming the tasks a report delivers, for a
+// report message that does not carry them in session.UserMessage.Tasks;
+// put first in the message, the fold reads it as it reads Tasks.
 func ReportMarker(tasks []string) string {
 	return reportPrefix + strings.Join(tasks, ", ") + "]"
 }
 
-// ReportedTasks returns the tasks a task report message names in its
-// marker line (see ReportMarker): the first line of its first text part.
-// It returns nil for any other message.
+// ReportedTasks returns the background tasks a task report message
+// delivers: its Tasks, or else the tasks its marker line names (see
+// ReportMarker), the first line of its first text part. It returns nil
+// for any other message.
 func ReportedTasks(m session.UserMessage) []string {
 	if m.Source != session.SourceTask {
 		return nil
+	}
+	if len(m.Tasks) > 0 {
+		return m.Tasks
 	}
 	for _, p := range m.Parts {
 		t, ok := p.(model.Text)

@@ -159,9 +159,10 @@ func TestTaskReportReopensDeferredItem(t *testing.T) {
 	}
 	s.events.take()
 
+	// The host delivers the report as a turn naming the task in the row.
 	tk.report("t1")
-	report := session.UserMessage{Source: session.SourceTask, Parts: model.Parts{
-		model.Text{Text: checklist.ReportMarker([]string{"t1"}) + "\nBackground task t1 exited with status 0."}}}
+	report := session.UserMessage{Source: session.SourceTask, Tasks: []string{"t1"},
+		Parts: model.Parts{model.Text{Text: "Background task t1 exited with status 0."}}}
 	res = s.run(t, report)
 	if res.Stop != agent.StopEndTurn || res.Reply != "Done." {
 		t.Fatalf("turn 2: %+v", res)

@@ -129,6 +129,8 @@ func TestReportedTasks(t *testing.T) {
 		{msg(session.SourceUser, model.Text{Text: ReportMarker([]string{"t1"})}), nil},
 		{msg(session.SourceTask, model.Text{Text: "report\n" + ReportMarker([]string{"t1"})}), nil},
 		{msg(session.SourceTask, model.Text{Text: "[background tasks reported: t1"}), nil},
+		{session.UserMessage{Source: session.SourceTask, Tasks: []string{"t4"}, Parts: model.Parts{model.Text{Text: "Task t4 exited."}}}, []string{"t4"}},
+		{session.UserMessage{Source: session.SourceSteer, Tasks: []string{"t4"}}, nil},
 	}
 	for i, tc := range cases {
 		if got := ReportedTasks(tc.m); !slices.Equal(got, tc.want) {
