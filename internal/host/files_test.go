@@ -12,7 +12,9 @@ import (
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/tools/fstool"
+	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
 
@@ -194,5 +196,43 @@ func TestAddRoots(t *testing.T) {
 	}
 	if len(s.Meta().AdditionalDirs) != 0 {
 		t.Fatalf("host-wide roots were recorded on the session: %v", s.Meta().AdditionalDirs)
+	}
+}
+
+func TestTitleAndUpdate(t *testing.T) {
+	f := newFixture(t, `[{"text":"hi"},{"text":"again"}]`)
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "  fix   the\nbuild "}, model.Resource{URI: "file:///a/b.go", Name: "b.go", Text: "package b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Meta().Title; got != "fix the build @b.go" {
+		t.Fatalf("title %q", got)
+	}
+	if err := s.SetLevel(t.Context(), permission.Workspace); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(t.Context(), func(m *session.Meta) { m.Profile = "other"; m.Cwd = "/elsewhere" }); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := h.Store().Get(t.Context(), s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Title != "fix the build @b.go" || stored.Permission != "workspace" || stored.Profile != "other" || stored.Cwd != s.Meta().Cwd {
+		t.Fatalf("stored %+v", stored)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Meta().Title; got != "fix the build @b.go" {
+		t.Fatalf("a later message retitled the session: %q", got)
+	}
+	again, err := h.Reopen(t.Context(), s.ID())
+	if err != nil || again == s || again.Meta().Profile != "other" {
+		t.Fatalf("reopen: %v", err)
 	}
 }

@@ -311,6 +311,16 @@ func (h *Host) Fork(ctx context.Context, idOrPrefix string, throughTurn int64) (
 	return h.Open(ctx, forked.ID)
 }
 
+// Reopen closes an open session (after its turn) and opens it again, so
+// that a changed profile or directory in its stored description applies.
+// A session this host does not have open is just opened.
+func (h *Host) Reopen(ctx context.Context, id string) (*Session, error) {
+	if err := h.CloseSession(ctx, id); err != nil {
+		return nil, fmt.Errorf("reopen session: %w", err)
+	}
+	return h.Open(ctx, id)
+}
+
 // Get returns an open session.
 func (h *Host) Get(id string) (*Session, bool) {
 	h.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -192,6 +193,52 @@ func (s *Session) SetLevel(ctx context.Context, l permission.Level) error {
 	return nil
 }
 
+// Update changes the session's stored description with edit, which may
+// change its title, additional directories, profile, project and
+// permission. A changed profile or directory applies once the session is
+// opened again (Host.Reopen); use SetLevel for the level.
+func (s *Session) Update(ctx context.Context, edit func(m *session.Meta)) error {
+	s.mu.Lock()
+	m := s.meta
+	s.mu.Unlock()
+	m.AdditionalDirs = slices.Clone(m.AdditionalDirs)
+	edit(&m)
+	m.ID, m.Cwd, m.ParentID = s.id, s.meta.Cwd, s.meta.ParentID
+	if err := s.h.opts.Store.Update(ctx, m); err != nil {
+		return fmt.Errorf("update session: %w", err)
+	}
+	s.mu.Lock()
+	s.meta = m
+	s.mu.Unlock()
+	return nil
+}
+
+// setTitle gives an untitled session the words of its first message.
+func (s *Session) setTitle(ctx context.Context, msg session.UserMessage) {
+	s.mu.Lock()
+	titled := s.meta.Title != ""
+	s.mu.Unlock()
+	if titled || msg.Source != session.SourceUser {
+		return
+	}
+	var words []string
+	for _, p := range msg.Parts {
+		switch p := p.(type) {
+		case model.Text:
+			words = append(words, p.Text)
+		case model.Resource:
+			words = append(words, "@"+p.Name)
+		}
+	}
+	title := session.Title(strings.Join(strings.Fields(strings.Join(words, " ")), " "))
+	if title == "" {
+		return
+	}
+	if err := s.Update(context.WithoutCancel(ctx), func(m *session.Meta) { m.Title = title }); err != nil {
+		s.h.opts.Logger.Warn("set session title", "session_id", s.id, "err", err)
+	}
+}
+
 // Subscribe calls fn with every event of the session until the returned
 // function is called. fn is called from the turn's goroutine, one event
 // at a time, and must not block for long.
@@ -335,6 +382,7 @@ func (s *Session) run(ctx context.Context, msg session.UserMessage, started func
 	if started != nil {
 		started()
 	}
+	s.setTitle(ctx, msg)
 	return s.engine.Run(ctx, msg)
 }
 

@@ -126,7 +126,6 @@ func (s *Session) runReport(msg session.UserMessage, ended []task.Task) error {
 	return err
 }
 
-
 // signalIdle tells the reporter a turn ended.
 func (s *Session) signalIdle() {
 	if s.idle == nil {
