@@ -293,13 +293,19 @@ func TestInvalidArgumentsTellTheModel(t *testing.T) {
 
 func TestCancelMidToolLeavesConsistentLog(t *testing.T) {
 	started := make(chan struct{})
+	quickDone := make(chan struct{})
 	block := newTool("block", func(s *tool.Spec) { s.ParallelSafe = true })
 	block.run = func(ctx context.Context, c tool.Call) (tool.Result, error) {
+		<-quickDone // the cancel lands after the quick call finished
 		close(started)
 		<-ctx.Done()
 		return tool.Result{}, ctx.Err()
 	}
 	quick := newTool("quick", func(s *tool.Spec) { s.ParallelSafe = true })
+	quick.run = func(context.Context, tool.Call) (tool.Result, error) {
+		close(quickDone)
+		return tool.Text("ok"), nil
+	}
 	h := newHarness(t, `[{"text":"working","tool_calls":[{"id":"q","name":"quick"},{"id":"b","name":"block"}]},{"text":"after resume"}]`)
 	e := h.engine(agent.Options{}, block, quick)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -73,6 +73,9 @@ type Env struct {
 	DataDir string
 	// Level returns the session's level now.
 	Level func() permission.Level
+	// Denied reports whether the [tools] filters remove a tool; a plugin
+	// whose tools are removed is off.
+	Denied func(name string) bool
 	// Tasks reports on the session's background tasks, and TaskRegistry
 	// starts them; both nil when the session has no data directory.
 	Tasks        TaskLookup
