@@ -1,0 +1,104 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+)
+
+// This file holds the slash commands meka answers itself, with no model
+// call: /status, /mcp and /usage.
+
+var builtinCommands = []AvailableCommand{
+	{Name: "status", Description: "Show the session's permission level, profile, model, context usage and tokens"},
+	{Name: "mcp", Description: "Show the configured MCP servers and their connection status"},
+	{Name: "usage", Description: "Show the account's rate-limit windows (subscription backends only)"},
+}
+
+// commands is the palette: the built-in commands (skills join them when
+// they exist).
+func (s *server) commands() []AvailableCommand {
+	return append([]AvailableCommand(nil), builtinCommands...)
+}
+
+// localCommand reports a prompt that is exactly a built-in command. A
+// command followed by words, or sent with anything but an image, goes to
+// the model as typed; with an image it is refused by the caller.
+func localCommand(blocks []ContentBlock) (string, bool) {
+	if len(blocks) == 0 || blocks[0].Type != "text" {
+		return "", false
+	}
+	name, ok := strings.CutPrefix(strings.TrimSpace(blocks[0].Text), "/")
+	if !ok {
+		return "", false
+	}
+	switch name {
+	case "status", "mcp", "usage":
+	default:
+		return "", false
+	}
+	for _, b := range blocks[1:] {
+		switch {
+		case b.Type == "image":
+			return name, true // refused: nothing would read the image
+		case b.Type == "text" && strings.TrimSpace(b.Text) == "":
+		default:
+			return "", false
+		}
+	}
+	return name, true
+}
+
+// runLocal answers a built-in command as an agent_message_chunk and ends
+// the turn; it spends nothing and says so.
+func (e *entry) runLocal(ctx context.Context, cmd string) *PromptResponse {
+	var text string
+	switch cmd {
+	case "status":
+		text = e.status()
+	case "mcp":
+		text = "No MCP servers are configured."
+	case "usage":
+		text = "Rate-limit windows are reported only for subscription backends; this session's profile (" + e.session().Profile().Name + ") uses an API key, so there are none to show."
+	}
+	e.s.notify(ctx, e.id, ContentChunk{Tag: TagAgentMessage, Content: TextBlock(text)})
+	return &PromptResponse{StopReason: "end_turn", Usage: usage(model.Usage{})}
+}
+
+// status is the level, then the block the screen shows.
+func (e *entry) status() string {
+	hs := e.session()
+	prof := hs.Profile()
+	rows := hs.Engine().Rows()
+	var total model.Usage
+	var last model.Usage
+	compactions := 0
+	for _, r := range rows {
+		switch en := r.Entry.(type) {
+		case session.AssistantMessage:
+			total = total.Add(en.Usage)
+			last = en.Usage
+		case session.Compaction:
+			compactions++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Permission: %s\n", hs.Level())
+	fmt.Fprintf(&b, "Profile: %s\n", prof.Name)
+	if prof.Model != "" {
+		fmt.Fprintf(&b, "Model: %s\n", prof.Model)
+	}
+	if prof.ContextWindow > 0 {
+		fmt.Fprintf(&b, "Context: %d of %d tokens (%d%%)\n", last.Context(), prof.ContextWindow, last.Context()*100/prof.ContextWindow)
+	} else {
+		fmt.Fprintf(&b, "Context: %d tokens (window unknown)\n", last.Context())
+	}
+	fmt.Fprintf(&b, "Effort: the profile's default\n")
+	fmt.Fprintf(&b, "Thinking: as the model streams it\n")
+	fmt.Fprintf(&b, "Compactions: %d\n", compactions)
+	fmt.Fprintf(&b, "Tokens: %d input, %d output, %d cache read, %d cache write", total.InputTokens, total.OutputTokens, total.CacheReadTokens, total.CacheWriteTokens)
+	return b.String()
+}

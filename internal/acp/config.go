@@ -1,0 +1,200 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
+)
+
+// This file serves the session's pickers: the permission level as ACP
+// modes and as config options beside the profile and approvals, and
+// session/set_mode and session/set_config_option.
+
+var levelDescriptions = map[permission.Level]string{
+	permission.None:         "No tool runs.",
+	permission.Read:         "Read and search; commands run confined, writing nowhere.",
+	permission.Workspace:    "Edit files and run commands inside the workspace.",
+	permission.Unrestricted: "Any file and any command, unconfined.",
+}
+
+func levelName(l permission.Level) string {
+	n := l.String()
+	return strings.ToUpper(n[:1]) + n[1:]
+}
+
+// modes is the permission picker.
+func (e *entry) modes() *SessionModeState {
+	ms := &SessionModeState{CurrentModeID: e.session().Level().String()}
+	for _, l := range e.s.opts.Levels {
+		ms.AvailableModes = append(ms.AvailableModes, SessionMode{ID: l.String(), Name: levelName(l), Description: levelDescriptions[l]})
+	}
+	return ms
+}
+
+// configOptions lists permission, profile and approvals, in that order.
+// approvals is a boolean where the client renders one, else an on/off
+// select.
+func (e *entry) configOptions() []SessionConfigOption {
+	hs := e.session()
+	perm := SessionConfigOption{ID: "permission", Name: "Permission", Category: "mode", Type: "select",
+		Description: "What tools may do in this session.", CurrentValue: hs.Level().String()}
+	for _, l := range e.s.opts.Levels {
+		perm.Options = append(perm.Options, SessionConfigSelectOption{Value: l.String(), Name: levelName(l), Description: levelDescriptions[l]})
+	}
+	current := hs.Meta().Profile
+	if current == "" {
+		current = hs.Profile().Name
+	}
+	prof := SessionConfigOption{ID: "profile", Name: "Profile", Category: "model", Type: "select",
+		Description: "The model profile the session runs on.", CurrentValue: current}
+	names := e.s.opts.Profiles
+	if !slices.Contains(names, current) {
+		names = append([]string{current}, names...)
+	}
+	for _, n := range names {
+		prof.Options = append(prof.Options, SessionConfigSelectOption{Value: n, Name: n})
+	}
+	appr := SessionConfigOption{ID: "approvals", Name: "Approvals",
+		Description: "Ask before a tool call the permission level does not allow, instead of refusing it."}
+	if caps := e.s.caps(); caps.Session != nil && caps.Session.ConfigOptions != nil && caps.Session.ConfigOptions.Boolean != nil {
+		appr.Type, appr.CurrentValue = "boolean", hs.Approvals()
+	} else {
+		appr.Type, appr.CurrentValue = "select", onOff(hs.Approvals())
+		appr.Options = []SessionConfigSelectOption{{Value: "on", Name: "On"}, {Value: "off", Name: "Off"}}
+	}
+	return []SessionConfigOption{perm, prof, appr}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// level parses a mode id among the enabled levels.
+func (s *server) level(id string) (permission.Level, error) {
+	l, err := permission.ParseLevel(id)
+	if err != nil || !slices.Contains(s.opts.Levels, l) {
+		names := make([]string, len(s.opts.Levels))
+		for i, l := range s.opts.Levels {
+			names[i] = l.String()
+		}
+		return 0, invalidParams("unknown or disabled permission level %q (enabled: %s)", id, strings.Join(names, ", "))
+	}
+	return l, nil
+}
+
+func (s *server) setMode(ctx context.Context, p *SetSessionModeRequest) (struct{}, error) {
+	l, err := s.level(p.ModeID)
+	if err != nil {
+		return struct{}{}, err
+	}
+	e, err := s.ensure(ctx, p.SessionID)
+	if err != nil {
+		return struct{}{}, err
+	}
+	hs := e.session()
+	hs.Touch()
+	if err := hs.SetLevel(ctx, l); err != nil {
+		return struct{}{}, s.sessionError("set mode", e.id, err)
+	}
+	s.notify(s.base, e.id, CurrentModeUpdate{CurrentModeID: l.String()})
+	s.notify(s.base, e.id, ConfigOptionUpdate{ConfigOptions: e.configOptions()})
+	return struct{}{}, nil
+}
+
+func (s *server) setConfigOption(ctx context.Context, p *SetSessionConfigOptionRequest) (*SetSessionConfigOptionResponse, error) {
+	e, err := s.ensure(ctx, p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	e.session().Touch()
+	var b bool
+	var v string
+	if p.Type == "boolean" || (len(p.Value) > 0 && (string(p.Value) == "true" || string(p.Value) == "false")) {
+		if err := json.Unmarshal(p.Value, &b); err != nil {
+			return nil, invalidParams("value must be a boolean for a boolean option")
+		}
+		v = onOff(b)
+	} else if err := json.Unmarshal(p.Value, &v); err != nil {
+		return nil, invalidParams("value must be a value id (a string)")
+	}
+	switch p.ConfigID {
+	case "permission":
+		l, err := s.level(v)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.session().SetLevel(ctx, l); err != nil {
+			return nil, s.sessionError("set permission", e.id, err)
+		}
+		s.notify(s.base, e.id, CurrentModeUpdate{CurrentModeID: l.String()})
+	case "approvals":
+		switch v {
+		case "on":
+			e.session().SetApprovals(true)
+		case "off":
+			e.session().SetApprovals(false)
+		default:
+			return nil, invalidParams("approvals is on or off, not %q", v)
+		}
+	case "profile":
+		if err := e.switchProfile(ctx, v); err != nil {
+			return nil, err
+		}
+	case "project":
+		return nil, invalidParams("no project exists, so there is none to move the session to")
+	default:
+		return nil, invalidParams("unknown config option %q", p.ConfigID)
+	}
+	return &SetSessionConfigOptionResponse{ConfigOptions: e.configOptions()}, nil
+}
+
+// switchProfile moves the session onto another profile: its row
+// changes, so the move holds for every later turn from any surface.
+func (e *entry) switchProfile(ctx context.Context, name string) error {
+	s := e.s
+	if !slices.Contains(s.opts.Profiles, name) {
+		return invalidParams("unknown profile %q", name)
+	}
+	e.mu.Lock()
+	if e.inFlight || e.switching || e.hs.Busy() {
+		e.mu.Unlock()
+		return errBusy("profile")
+	}
+	hs := e.hs
+	if hs.Meta().Profile == name {
+		e.mu.Unlock()
+		return nil
+	}
+	e.switching = true
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.switching = false
+		e.mu.Unlock()
+	}()
+	old := hs.Meta().Profile
+	if err := hs.Update(ctx, func(m *session.Meta) { m.Profile = name }); err != nil {
+		return s.sessionError("switch profile", e.id, err)
+	}
+	next, err := s.opts.Host.Reopen(ctx, e.id)
+	if err != nil {
+		// Put the row back; the session reopens as it was.
+		s.log.Error("acp: switch profile", "session_id", e.id, "err", err)
+		if back, err2 := s.opts.Host.Open(ctx, e.id); err2 == nil {
+			_ = back.Update(ctx, func(m *session.Meta) { m.Profile = old })
+			if back, err2 = s.opts.Host.Reopen(ctx, e.id); err2 == nil {
+				e.attach(back)
+			}
+		}
+		return s.sessionError("switch profile", e.id, err)
+	}
+	e.attach(next)
+	return nil
+}

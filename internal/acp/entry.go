@@ -1,0 +1,181 @@
+package acp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/session"
+)
+
+// entry is one session the connection has open: the host session, the
+// prompt in flight, and what its rendering remembers.
+type entry struct {
+	s  *server
+	id string
+
+	mu    sync.Mutex // guards the fields below
+	hs    *host.Session
+	unsub func()
+	// inFlight is set from the moment a prompt is accepted until its
+	// response is decided; cancel cancels its turn once it runs.
+	inFlight bool
+	cancel   context.CancelCauseFunc
+	// latched is a cancel that arrived for a prompt on its way, applied as
+	// its turn starts.
+	latched bool
+	// switching is set while the session is reopened on another profile.
+	switching bool
+	ids       idAllocator
+	calls     map[string]*callState // by the provider's call id
+	// titled is set once the session's title went out.
+	titled bool
+	// compactions numbers the session's compactions, for their ids.
+	compactions int
+	// files serves the session's files through the client, when it can.
+	files *editorFiles
+}
+
+func newEntry(s *server, hs *host.Session, fresh bool) *entry {
+	e := &entry{s: s, id: hs.ID(), calls: make(map[string]*callState)}
+	e.ids = newIDAllocator(fresh)
+	return e
+}
+
+// attach subscribes to hs's events and routes its approvals and files
+// through the client.
+func (e *entry) attach(hs *host.Session) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.unsub != nil {
+		e.unsub()
+		e.hs.SetAsker(nil)
+		e.hs.SetFiles(nil)
+	}
+	e.hs = hs
+	e.unsub = hs.Subscribe(e.onEvent)
+	hs.SetAsker(e)
+	caps := e.s.caps()
+	// Both capabilities or neither: with reads alone the edit would be
+	// computed from a buffer and land on disk.
+	if caps.FS.ReadTextFile && caps.FS.WriteTextFile {
+		e.files = &editorFiles{s: e.s, sessionID: e.id}
+		hs.SetFiles(e.files)
+	}
+}
+
+// detach stops rendering the session and routing through the client.
+func (e *entry) detach() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.unsub == nil {
+		return
+	}
+	e.unsub()
+	e.unsub = nil
+	e.hs.SetAsker(nil)
+	e.hs.SetFiles(nil)
+}
+
+func (e *entry) session() *host.Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hs
+}
+
+// busy reports whether a prompt is in flight or a turn runs (a background
+// report's).
+func (e *entry) busy() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.inFlight || e.switching || e.hs.Busy()
+}
+
+// cancelTurn cancels the prompt in flight: at once if its turn runs, as
+// it starts if it is on its way. With nothing in flight it is discarded.
+func (e *entry) cancelTurn() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.cancel != nil:
+		e.cancel(errCancelled)
+	case e.inFlight:
+		e.latched = true
+	}
+}
+
+// announce sends what follows a creation response: the palette, the
+// context gauge as the log recorded it, and (for a session from before)
+// its title.
+func (e *entry) announce(ctx context.Context, titled bool) {
+	e.s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: e.s.commands()})
+	hs := e.session()
+	if u, ok := recordedUsage(hs); ok {
+		e.s.notify(ctx, e.id, u)
+	}
+	if titled {
+		if t := hs.Meta().Title; t != "" {
+			e.mu.Lock()
+			e.titled = true
+			e.mu.Unlock()
+			e.s.notify(ctx, e.id, SessionInfoUpdate{Title: &t})
+		}
+	}
+}
+
+// recordedUsage is the gauge as the session's last reply left it.
+func recordedUsage(hs *host.Session) (UsageUpdate, bool) {
+	size := hs.Profile().ContextWindow
+	if size <= 0 {
+		return UsageUpdate{}, false
+	}
+	rows := hs.Engine().Rows()
+	for i := len(rows) - 1; i >= 0; i-- {
+		if a, ok := rows[i].Entry.(session.AssistantMessage); ok {
+			return UsageUpdate{Used: a.Usage.Context(), Size: size}, true
+		}
+	}
+	return UsageUpdate{Used: 0, Size: size}, true
+}
+
+// idAllocator gives tool calls their ids in the client's thread: the
+// provider's, unless the thread already has it or may (a thread from
+// before this connection), then one made unique.
+type idAllocator struct {
+	fresh bool
+	token string
+	used  map[string]bool
+	n     int
+}
+
+func newIDAllocator(fresh bool) idAllocator {
+	a := idAllocator{fresh: fresh, used: make(map[string]bool)}
+	if !fresh {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		a.token = hex.EncodeToString(b[:])
+	}
+	return a
+}
+
+func (a *idAllocator) assign(provider string) string {
+	base := provider
+	if base == "" {
+		base = "call"
+	}
+	if a.fresh && !a.used[base] {
+		a.used[base] = true
+		return base
+	}
+	for {
+		a.n++
+		id := fmt.Sprintf("%s~%s%d", base, a.token, a.n)
+		if !a.used[id] {
+			a.used[id] = true
+			return id
+		}
+	}
+}

@@ -1,0 +1,346 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"meka.dev/meka/internal/acp/jsonrpc"
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/internal/tools/fstool"
+	"meka.dev/meka/model/script"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
+)
+
+// fakeTool is a tool whose behaviour a test supplies.
+type fakeTool struct {
+	spec  tool.Spec
+	title func(json.RawMessage) string
+	run   func(ctx context.Context, c tool.Call) (tool.Result, error)
+}
+
+func (f *fakeTool) Spec() tool.Spec { return f.spec }
+func (f *fakeTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
+	return f.run(ctx, c)
+}
+func (f *fakeTool) Title(args json.RawMessage) string {
+	if f.title != nil {
+		return f.title(args)
+	}
+	return ""
+}
+
+// gateTool blocks until released or canceled, telling the test it runs.
+func gateTool(name string, level permission.Level, started chan<- struct{}, release <-chan struct{}) *fakeTool {
+	return &fakeTool{
+		spec: tool.Spec{Name: name, Description: name, Schema: json.RawMessage(`{"type":"object"}`), Level: level, Kind: tool.KindExecute},
+		run: func(ctx context.Context, c tool.Call) (tool.Result, error) {
+			if started != nil {
+				started <- struct{}{}
+			}
+			select {
+			case <-release:
+				return tool.Text("released"), nil
+			case <-ctx.Done():
+				return tool.Result{IsError: true}, ctx.Err()
+			}
+		},
+	}
+}
+
+// harness is a meka acp server on pipes and a client on the other ends,
+// recording every session/update the client receives.
+type harness struct {
+	t      *testing.T
+	client *jsonrpc.Conn
+	host   *host.Host
+	srv    *server
+	prov   *script.Provider
+	cwd    string
+	cancel context.CancelFunc
+	done   chan error
+
+	mu      sync.Mutex // guards the fields below
+	wire    []string   // every message the server wrote, in order
+	updates []SessionNotification
+	asked   []RequestPermissionRequest
+	answer  func(RequestPermissionRequest) RequestPermissionResponse
+	buffers map[string]string // the editor's buffers, by path
+	served  func(path string) bool
+	writes  []WriteTextFileRequest
+}
+
+type harnessOptions struct {
+	rounds    string
+	tools     []tool.Tool
+	fileTools bool
+	perms     host.Permissions
+	opts      Options
+	init      *InitializeRequest
+	window    int
+}
+
+func newHarness(t *testing.T, o harnessOptions) *harness {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meka.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if o.rounds == "" {
+		o.rounds = "[]"
+	}
+	sc, err := script.Parse([]byte(`{"rounds":` + o.rounds + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, prov: script.New(sc), buffers: map[string]string{}, done: make(chan error, 1)}
+	cwd, err := host.Canonical(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cwd = cwd
+	if o.perms.Default == 0 && len(o.perms.Enabled) == 0 {
+		o.perms = host.Permissions{Default: permission.Workspace}
+	}
+	hst, err := host.New(host.Options{
+		Store:  db.Sessions(),
+		Holder: session.Holder{Token: "acp-test"},
+		Profiles: func(name string) (host.Profile, error) {
+			switch name {
+			case "", "test":
+				return host.Profile{Name: "test", Provider: h.prov, ContextWindow: o.window, Vision: true}, nil
+			case "other":
+				return host.Profile{Name: "other", Provider: h.prov, ContextWindow: o.window}, nil
+			}
+			return host.Profile{}, errors.New("no such profile")
+		},
+		Tools: func(env host.Env) ([]tool.Tool, error) {
+			ts := append([]tool.Tool(nil), o.tools...)
+			if o.fileTools {
+				ts = append(ts, fstool.New(fstool.Options{FS: env.Files})...)
+			}
+			return ts, nil
+		},
+		Permissions: o.perms,
+		DataDir:     t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.host = hst
+
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	opts := o.opts
+	opts.Host = hst
+	if opts.Profiles == nil {
+		opts.Profiles = []string{"test", "other"}
+	}
+	if opts.Version == "" {
+		opts.Version = "test"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.srv = newServer(opts)
+	h.srv.conn = jsonrpc.NewConn(sr, recorder{h, sw}, h.srv, jsonrpc.Options{MaxLineBytes: h.srv.opts.MaxLineBytes})
+	h.srv.base = ctx
+	go func() {
+		err := h.srv.conn.Serve(ctx)
+		h.srv.closeAll(context.Background())
+		sw.Close()
+		h.done <- err
+	}()
+	h.client = jsonrpc.NewConn(cr, cw, h, jsonrpc.Options{})
+	go func() { _ = h.client.Serve(ctx) }()
+	t.Cleanup(func() {
+		cw.Close()
+		<-h.done
+		cancel()
+	})
+	init := o.init
+	if init == nil {
+		init = &InitializeRequest{ProtocolVersion: 1, ClientInfo: &Implementation{Name: "harness", Version: "1"},
+			ClientCapabilities: ClientCapabilities{Session: &ClientSessionCapabilities{Notices: &Empty{}, Compaction: &Empty{},
+				ConfigOptions: &SessionConfigOptionsCapabilities{Boolean: &Empty{}}}}}
+	}
+	var resp InitializeResponse
+	h.call("initialize", init, &resp)
+	return h
+}
+
+// Handle serves the agent's requests to the client.
+func (h *harness) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	switch req.Method {
+	case "session/request_permission":
+		var p RequestPermissionRequest
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		h.asked = append(h.asked, p)
+		answer := h.answer
+		h.mu.Unlock()
+		if answer == nil {
+			<-ctx.Done()
+			return RequestPermissionResponse{Outcome: PermissionOutcome{Outcome: "cancelled"}}, nil
+		}
+		return answer(p), nil
+	case "fs/read_text_file":
+		var p ReadTextFileRequest
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.served != nil && !h.served(p.Path) {
+			return nil, jsonrpc.NewError(jsonrpc.ResourceNotFound, "Resource not found", map[string]string{"uri": p.Path})
+		}
+		if s, ok := h.buffers[p.Path]; ok {
+			return ReadTextFileResponse{Content: s}, nil
+		}
+		b, err := os.ReadFile(p.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, jsonrpc.NewError(jsonrpc.InternalError, "file not found", nil)
+		}
+		return ReadTextFileResponse{Content: string(b)}, err
+	case "fs/write_text_file":
+		var p WriteTextFileRequest
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.writes = append(h.writes, p)
+		h.buffers[p.Path] = p.Content
+		return struct{}{}, nil
+	}
+	return nil, jsonrpc.NewError(jsonrpc.MethodNotFound, "Method not found", nil)
+}
+
+func (h *harness) HandleNotification(ctx context.Context, n *jsonrpc.Notification) {
+	if n.Method != "session/update" {
+		return
+	}
+	var sn SessionNotification
+	if err := json.Unmarshal(n.Params, &sn); err != nil {
+		h.t.Errorf("decode session/update: %v\n%s", err, n.Params)
+		return
+	}
+	h.mu.Lock()
+	h.updates = append(h.updates, sn)
+	h.mu.Unlock()
+}
+
+// call makes a request that must succeed.
+func (h *harness) call(method string, params, result any) {
+	h.t.Helper()
+	if err := h.client.Call(h.t.Context(), method, params, result); err != nil {
+		h.t.Fatalf("%s: %v", method, err)
+	}
+}
+
+// callErr makes a request that must fail, returning its error.
+func (h *harness) callErr(method string, params any) *jsonrpc.Error {
+	h.t.Helper()
+	err := h.client.Call(h.t.Context(), method, params, nil)
+	var e *jsonrpc.Error
+	if !errors.As(err, &e) {
+		h.t.Fatalf("%s: want a JSON-RPC error, got %v", method, err)
+	}
+	return e
+}
+
+func (h *harness) newSession() string {
+	h.t.Helper()
+	var resp NewSessionResponse
+	h.call("session/new", NewSessionRequest{Cwd: h.cwd, McpServers: []json.RawMessage{}}, &resp)
+	return resp.SessionID
+}
+
+func (h *harness) prompt(id string, text string) PromptResponse {
+	h.t.Helper()
+	var resp PromptResponse
+	h.call("session/prompt", PromptRequest{SessionID: id, Prompt: []ContentBlock{TextBlock(text)}}, &resp)
+	return resp
+}
+
+// take returns the updates received so far and forgets them.
+func (h *harness) take() []SessionNotification {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	u := h.updates
+	h.updates = nil
+	return u
+}
+
+// tags returns the updates' tags.
+func tags(ns []SessionNotification) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.Update.updateTag()
+	}
+	return out
+}
+
+// recorder keeps each message the server writes (one Write each).
+type recorder struct {
+	h *harness
+	w io.Writer
+}
+
+func (r recorder) Write(p []byte) (int, error) {
+	r.h.mu.Lock()
+	r.h.wire = append(r.h.wire, string(p))
+	r.h.mu.Unlock()
+	return r.w.Write(p)
+}
+
+// wireKinds summarizes the messages written so far: "response" or the
+// session/update tag or the method.
+func (h *harness) wireKinds() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, line := range h.wire {
+		var m struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			ID     json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal([]byte(line), &m)
+		switch {
+		case m.Method == "session/update":
+			var sn SessionNotification
+			_ = json.Unmarshal(m.Params, &sn)
+			out = append(out, sn.Update.updateTag())
+		case m.Method != "":
+			out = append(out, m.Method)
+		default:
+			out = append(out, "response")
+		}
+	}
+	return out
+}
+
+func (h *harness) clearWire() {
+	h.mu.Lock()
+	h.wire = nil
+	h.mu.Unlock()
+}
+
+// sync waits until what the server sent after its last response (its
+// AfterResponse updates) has arrived: the next response waits for them.
+func (h *harness) sync() {
+	h.t.Helper()
+	h.call("session/list", ListSessionsRequest{}, nil)
+}

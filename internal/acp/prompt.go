@@ -1,0 +1,220 @@
+package acp
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+)
+
+// errCancelled is the cause of a turn canceled by session/cancel.
+var errCancelled = errors.New("cancelled by the client")
+
+// MaxImageBytes caps an image attached to a prompt.
+const MaxImageBytes = 5 << 20
+
+// imageTypes are the formats providers accept natively.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+func (s *server) prompt(ctx context.Context, p *PromptRequest) (*PromptResponse, error) {
+	e, err := s.ensure(ctx, p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.inFlight || e.switching {
+		e.mu.Unlock()
+		return nil, errBusy("")
+	}
+	e.inFlight, e.latched = true, false
+	hs := e.hs
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.inFlight, e.latched, e.cancel = false, false, nil
+		e.mu.Unlock()
+	}()
+	hs.Touch()
+
+	parts, err := promptParts(p.Prompt, hs.Profile().Vision)
+	if err != nil {
+		return nil, err
+	}
+	// The palette is refreshed at the top of every prompt.
+	s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: s.commands()})
+	if cmd, ok := localCommand(p.Prompt); ok {
+		for _, b := range p.Prompt {
+			if b.Type == "image" {
+				return nil, invalidParams("/%s takes no image: nothing would read it", cmd)
+			}
+		}
+		return e.runLocal(ctx, cmd), nil
+	}
+
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	e.mu.Lock()
+	e.cancel = cancel
+	if e.latched {
+		cancel(errCancelled)
+	}
+	e.mu.Unlock()
+
+	res, err := hs.Run(turnCtx, session.UserMessage{Parts: parts})
+	if errors.Is(err, host.ErrClosed) {
+		// Swept between lookup and run: take it up again, once.
+		if e, err = s.reopen(ctx, e); err == nil {
+			hs = e.session()
+			res, err = hs.Run(turnCtx, session.UserMessage{Parts: parts})
+		}
+	}
+	if turnCtx.Err() != nil || res.Stop == agent.StopCanceled {
+		return &PromptResponse{StopReason: "cancelled", Usage: usage(res.Usage)}, nil
+	}
+	if err != nil || res.Stop == agent.StopFailed {
+		if err == nil {
+			err = res.Err
+		}
+		return nil, s.turnError(e.id, err)
+	}
+	return &PromptResponse{StopReason: stopReason(res.Stop), Usage: usage(res.Usage)}, nil
+}
+
+// reopen replaces an entry whose session was released under it.
+func (s *server) reopen(ctx context.Context, e *entry) (*entry, error) {
+	hs, err := s.opts.Host.Open(ctx, e.id)
+	if err != nil {
+		return nil, s.sessionError("reopen session", e.id, err)
+	}
+	e.attach(hs)
+	return e, nil
+}
+
+// stopReason maps a turn's end to ACP's five reasons; meka's own limits
+// are model requests in ACP's terms, and a repeat stop ends the turn.
+func stopReason(r agent.StopReason) string {
+	switch r {
+	case agent.StopMaxTokens:
+		return "max_tokens"
+	case agent.StopMaxTurns, agent.StopMaxToolCalls:
+		return "max_turn_requests"
+	case agent.StopRefusal:
+		return "refusal"
+	case agent.StopCanceled:
+		return "cancelled"
+	}
+	return "end_turn"
+}
+
+// usage is what a turn spent, as the protocol counts it.
+func usage(u model.Usage) *Usage {
+	out := &Usage{
+		TotalTokens:  u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens,
+		InputTokens:  u.InputTokens,
+		OutputTokens: u.OutputTokens,
+	}
+	r, w := u.CacheReadTokens, u.CacheWriteTokens
+	out.CachedReadTokens, out.CachedWriteTokens = &r, &w
+	return out
+}
+
+// promptParts converts a prompt's blocks, in place: text as is,
+// resources as the parts the model reads as tags, images only with
+// vision, audio never.
+func promptParts(blocks []ContentBlock, vision bool) (model.Parts, error) {
+	if len(blocks) == 0 {
+		return nil, invalidParams("prompt is empty")
+	}
+	parts := make(model.Parts, 0, len(blocks))
+	for i, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, model.Text{Text: b.Text})
+		case "resource_link":
+			if b.URI == "" {
+				return nil, invalidParams("prompt[%d]: resource_link needs a uri", i)
+			}
+			name := b.Name
+			if name == "" {
+				name = lastSegment(b.URI)
+			}
+			parts = append(parts, model.Resource{URI: b.URI, Name: name, MimeType: b.MimeType})
+		case "resource":
+			r := b.Resource
+			if r == nil || r.URI == "" {
+				return nil, invalidParams("prompt[%d]: resource needs contents with a uri", i)
+			}
+			switch {
+			case r.Text != nil:
+				parts = append(parts, model.Resource{URI: r.URI, Name: lastSegment(r.URI), MimeType: r.MimeType, Text: *r.Text})
+			case r.Blob != nil:
+				// The payload is not inlined; the model reads a marker.
+				parts = append(parts, model.Text{Text: fmt.Sprintf(`<resource uri="%s" encoding="base64"/>`, escapeAttr(r.URI))})
+			default:
+				return nil, invalidParams("prompt[%d]: resource has neither text nor blob", i)
+			}
+		case "image":
+			if !vision {
+				return nil, invalidParams("prompt[%d]: this session's profile does not accept images (vision is off)", i)
+			}
+			img, err := decodeImage(b)
+			if err != nil {
+				return nil, invalidParams("prompt[%d]: %v", i, err)
+			}
+			parts = append(parts, img)
+		case "audio":
+			return nil, invalidParams("prompt[%d]: audio is not supported", i)
+		default:
+			return nil, invalidParams("prompt[%d]: unknown content type %q", i, b.Type)
+		}
+	}
+	return parts, nil
+}
+
+func decodeImage(b ContentBlock) (model.Image, error) {
+	mt := strings.ToLower(strings.TrimSpace(b.MimeType))
+	if mt == "image/jpg" {
+		mt = "image/jpeg"
+	}
+	if !imageTypes[mt] {
+		return model.Image{}, fmt.Errorf("image type %q is not supported (png, jpeg, gif or webp)", b.MimeType)
+	}
+	if base64.StdEncoding.DecodedLen(len(b.Data)) > MaxImageBytes+3 {
+		return model.Image{}, fmt.Errorf("image is larger than %d MiB", MaxImageBytes>>20)
+	}
+	data, err := base64.StdEncoding.DecodeString(b.Data)
+	if err != nil {
+		return model.Image{}, fmt.Errorf("image data is not base64: %v", err)
+	}
+	if len(data) > MaxImageBytes {
+		return model.Image{}, fmt.Errorf("image is larger than %d MiB", MaxImageBytes>>20)
+	}
+	name := ""
+	if b.URI != "" {
+		name = lastSegment(b.URI)
+	}
+	return model.Image{MediaType: mt, Data: data, Name: name}, nil
+}
+
+// lastSegment names a resource by the last segment of its URI.
+func lastSegment(uri string) string {
+	u := strings.TrimRight(uri, "/")
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if s := path.Base(u); s != "." && s != "/" && s != "" {
+		return s
+	}
+	return uri
+}
+
+func escapeAttr(s string) string {
+	return strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;").Replace(s)
+}

@@ -1,0 +1,430 @@
+package acp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/model"
+	"meka.dev/meka/plan"
+	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
+)
+
+// This file renders a session's live events as session/update
+// notifications. Events arrive one at a time (the engine serializes
+// them), from the turn's goroutine, so everything a turn renders is on
+// the wire before its prompt is answered.
+
+// consoleWindow bounds the trailing output a console block shows while a
+// command runs.
+const consoleWindow = 8 << 10
+
+// callState is what rendering remembers of one tool call.
+type callState struct {
+	id       string // the id in the client's thread
+	name     string
+	kind     tool.Kind
+	path     string // the first location, for diffs
+	terminal bool   // announced as a terminal (_meta.terminal_info)
+	streamed bool   // live output went out
+	output   strings.Builder
+}
+
+func (e *entry) onEvent(ev agent.Event) {
+	ctx := e.s.base
+	send := func(u SessionUpdate) { e.s.notify(ctx, e.id, u) }
+	switch ev := ev.(type) {
+	case agent.TurnStarted:
+		e.turnStarted(ev, send)
+	case agent.TextChunk:
+		send(ContentChunk{Tag: TagAgentMessage, Content: TextBlock(ev.Text)})
+	case agent.ThoughtChunk:
+		send(ContentChunk{Tag: TagAgentThought, Content: TextBlock(ev.Text)})
+	case agent.UserMessage:
+		if ev.Message.Source == session.SourceSteer {
+			for _, b := range userBlocks(ev.Message.Parts) {
+				send(ContentChunk{Tag: TagUserMessage, Content: b})
+			}
+		}
+	case agent.ToolCallStarted:
+		send(e.callStarted(ev))
+	case agent.ToolCallOutput:
+		if u, ok := e.callOutput(ev); ok {
+			send(u)
+		}
+	case agent.ToolCallFinished:
+		if u, ok := e.callFinished(ev); ok {
+			send(u)
+		}
+	case agent.Notice:
+		send(e.notice(ev.Notice))
+	case agent.Usage:
+		if ev.Window > 0 {
+			send(UsageUpdate{Used: ev.ContextTokens, Size: ev.Window})
+		}
+	case agent.Compacted:
+		for _, u := range e.compaction(ev.Summary, true) {
+			send(u)
+		}
+	case plan.Changed:
+		send(planUpdate(ev))
+	}
+}
+
+func (e *entry) turnStarted(ev agent.TurnStarted, send func(SessionUpdate)) {
+	e.mu.Lock()
+	clear(e.calls)
+	titled := e.titled
+	if ev.Input.Source == session.SourceUser && !titled {
+		e.titled = true
+	}
+	e.mu.Unlock()
+	switch ev.Input.Source {
+	case session.SourceUser:
+		if !titled {
+			if t := e.session().Meta().Title; t != "" {
+				send(SessionInfoUpdate{Title: &t})
+			}
+		}
+	case session.SourceSchedule:
+		// The transcript shows what triggered a scheduled turn.
+		for _, b := range userBlocks(ev.Input.Parts) {
+			send(ContentChunk{Tag: TagUserMessage, Content: b})
+		}
+	}
+}
+
+// userBlocks renders a user message's parts: text, resources as links
+// named as the editor named them, images as images.
+func userBlocks(parts model.Parts) []ContentBlock {
+	var out []ContentBlock
+	for _, p := range parts {
+		switch p := p.(type) {
+		case model.Text:
+			out = append(out, TextBlock(p.Text))
+		case model.Resource:
+			name := p.Name
+			if name == "" {
+				name = lastSegment(p.URI)
+			}
+			out = append(out, ContentBlock{Type: "resource_link", URI: p.URI, Name: name, MimeType: p.MimeType})
+		case model.Image:
+			out = append(out, ContentBlock{Type: "image", MimeType: p.MediaType, Data: base64.StdEncoding.EncodeToString(p.Data)})
+		}
+	}
+	return out
+}
+
+func kindOf(k tool.Kind) string {
+	if k == "" {
+		return string(tool.KindOther)
+	}
+	return string(k)
+}
+
+func locations(ls []tool.Location) []ToolCallLocation {
+	out := make([]ToolCallLocation, 0, len(ls))
+	for _, l := range ls {
+		loc := ToolCallLocation{Path: l.Path}
+		if l.Line > 0 {
+			line := l.Line
+			loc.Line = &line
+		}
+		out = append(out, loc)
+	}
+	return out
+}
+
+// terminalOutput reports whether the client draws agent-owned terminals.
+func (c ClientCapabilities) terminalOutput() bool {
+	v, _ := c.Meta["terminal_output"].(bool)
+	return v
+}
+
+func (e *entry) callStarted(ev agent.ToolCallStarted) ToolCall {
+	cs := &callState{name: ev.Name, kind: ev.Kind}
+	if len(ev.Locations) > 0 {
+		cs.path = ev.Locations[0].Path
+	}
+	e.mu.Lock()
+	cs.id = e.ids.assign(ev.CallID)
+	e.calls[ev.CallID] = cs
+	cwd := e.hs.Meta().Cwd
+	e.mu.Unlock()
+	tc := ToolCall{ToolCallID: cs.id, Title: ev.Title, Kind: kindOf(ev.Kind), Status: "in_progress",
+		Locations: locations(ev.Locations), RawInput: rawJSON(ev.Arguments)}
+	if tc.Title == "" {
+		tc.Title = ev.Name
+	}
+	if ev.Kind == tool.KindExecute && e.s.caps().terminalOutput() {
+		cs.terminal = true
+		tc.Content = []ToolCallContent{{Type: "terminal", TerminalID: cs.id}}
+		tc.Meta = Meta{"terminal_info": map[string]any{"terminal_id": cs.id, "cwd": cwd}}
+	}
+	return tc
+}
+
+func (e *entry) call(providerID string) *callState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.calls[providerID]
+}
+
+// callOutput streams a running command's output: appended to the
+// terminal, or a console block of its trailing window. The shell tool
+// already paces chunks (at most one per 150 ms).
+func (e *entry) callOutput(ev agent.ToolCallOutput) (SessionUpdate, bool) {
+	cs := e.call(ev.CallID)
+	if cs == nil || ev.Chunk == "" {
+		return nil, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cs.streamed = true
+	if cs.terminal {
+		return ToolCallUpdate{ToolCallID: cs.id, Meta: Meta{"terminal_output": map[string]any{"terminal_id": cs.id, "data": ev.Chunk}}}, true
+	}
+	cs.output.WriteString(ev.Chunk)
+	return ToolCallUpdate{ToolCallID: cs.id, Content: []ToolCallContent{console(tail(cs.output.String(), consoleWindow))}}, true
+}
+
+// shellState is the part of shell_execute's recorded state rendering
+// needs.
+type shellState struct {
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal"`
+}
+
+func (e *entry) callFinished(ev agent.ToolCallFinished) (SessionUpdate, bool) {
+	cs := e.call(ev.CallID)
+	if cs == nil {
+		e.mu.Lock()
+		cs = &callState{id: e.ids.assign(ev.CallID), name: ev.Result.Name}
+		e.mu.Unlock()
+	}
+	r := ev.Result
+	u := ToolCallUpdate{ToolCallID: cs.id, RawOutput: rawOutput(r)}
+	canceled := r.Status == session.StatusCanceled
+	if !canceled {
+		u.Status = status(r.Status)
+		u.Content = resultContent(cs, r)
+	}
+	if cs.terminal {
+		exit := map[string]any{"terminal_id": cs.id, "exit_code": nil, "signal": nil}
+		var st shellState
+		if json.Unmarshal(r.State, &st) == nil {
+			if st.ExitCode >= 0 {
+				exit["exit_code"] = st.ExitCode
+			}
+			if st.Signal != "" {
+				exit["signal"] = st.Signal
+			}
+		}
+		u.Meta = Meta{"terminal_exit": exit}
+		if !cs.streamed {
+			// Nothing was streamed: the terminal gets the whole output.
+			u.Meta["terminal_output"] = map[string]any{"terminal_id": cs.id, "data": resultText(r)}
+		}
+		u.Content = nil
+		return u, true
+	}
+	// A call a cancel stopped is left for the client to mark.
+	return u, !canceled
+}
+
+func status(s string) string {
+	if s == session.StatusOK {
+		return "completed"
+	}
+	return "failed"
+}
+
+// resultContent is a result as the client shows it: a command's output in
+// a console block, an edit's change as a diff, anything else as it is.
+func resultContent(cs *callState, r session.ToolResult) []ToolCallContent {
+	var out []ToolCallContent
+	switch {
+	case cs.kind == tool.KindExecute:
+		out = append(out, console(resultText(r)))
+	case r.Change != "" && cs.path != "" && r.Status == session.StatusOK:
+		out = append(out, diffContent(cs.path, r.Change)...)
+		if len(out) == 0 {
+			out = append(out, codeBlock("diff", r.Change))
+		}
+		if t := resultText(r); t != "" {
+			out = append(out, ToolCallContent{Type: "content", Content: ptr(TextBlock(t))})
+		}
+	default:
+		for _, p := range r.Content {
+			switch p := p.(type) {
+			case model.Text:
+				out = append(out, ToolCallContent{Type: "content", Content: ptr(TextBlock(p.Text))})
+			case model.Image:
+				out = append(out, ToolCallContent{Type: "content", Content: &ContentBlock{Type: "image", MimeType: p.MediaType, Data: base64.StdEncoding.EncodeToString(p.Data)}})
+			}
+		}
+	}
+	return out
+}
+
+func resultText(r session.ToolResult) string {
+	var b strings.Builder
+	for _, p := range r.Content {
+		if t, ok := p.(model.Text); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// console is output in a fenced console block.
+func console(s string) ToolCallContent { return codeBlock("console", s) }
+
+func codeBlock(lang, s string) ToolCallContent {
+	fence := "```"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return ToolCallContent{Type: "content", Content: ptr(TextBlock(fence + lang + "\n" + s + fence))}
+}
+
+// tail returns the last n bytes of s, from a line start when one is near.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	t := s[len(s)-n:]
+	if i := strings.IndexByte(t, '\n'); i >= 0 && i < len(t)-1 {
+		return t[i+1:]
+	}
+	return t
+}
+
+// rawOutput is a result as structured data: its status, text and state.
+func rawOutput(r session.ToolResult) json.RawMessage {
+	out := map[string]any{"status": r.Status, "output": resultText(r)}
+	if len(r.State) > 0 && json.Valid(r.State) {
+		out["state"] = json.RawMessage(r.State)
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+func rawJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+// notice renders an advisory meka raised: a notice where the client
+// presents them, else a [meka]-prefixed chunk.
+func (e *entry) notice(n session.Notice) SessionUpdate {
+	caps := e.s.caps()
+	if caps.Session != nil && caps.Session.Notices != nil {
+		sev := n.Severity
+		if sev == "" {
+			sev = session.SeverityInfo
+		}
+		return NoticeUpdate{Severity: sev, Title: n.Title, Description: n.Description}
+	}
+	prefix := "[meka] "
+	if n.Severity == session.SeverityWarning || n.Severity == session.SeverityError {
+		prefix = "[meka warn] "
+	}
+	text := prefix + n.Title
+	if n.Description != "" {
+		text += "\n" + n.Description
+	}
+	return ContentChunk{Tag: TagAgentMessage, Content: TextBlock(text + "\n")}
+}
+
+// compaction renders a finished compaction: a compaction_update where the
+// client renders one, else a think tool call.
+func (e *entry) compaction(summary string, live bool) []SessionUpdate {
+	e.mu.Lock()
+	e.compactions++
+	id := fmt.Sprintf("compaction-%d", e.compactions)
+	if !e.ids.fresh {
+		id = e.ids.assign(id)
+	}
+	e.mu.Unlock()
+	caps := e.s.caps()
+	facts := Meta{"compaction": map[string]any{"trigger": "auto"}}
+	if caps.Session != nil && caps.Session.Compaction != nil {
+		var out []SessionUpdate
+		if live {
+			out = append(out, CompactionUpdate{CompactionID: id, Status: "in_progress", Meta: facts})
+		}
+		return append(out, CompactionUpdate{CompactionID: id, Status: "completed", Summary: []ContentBlock{TextBlock(summary)}, Meta: facts})
+	}
+	title := "Compacting the conversation"
+	done := "Compacted the conversation: older turns were summarized"
+	raw, _ := json.Marshal(map[string]any{"summary_chars": len(summary)})
+	return []SessionUpdate{
+		ToolCall{ToolCallID: id, Title: title, Kind: string(tool.KindThink), Status: "in_progress"},
+		ToolCallUpdate{ToolCallID: id, Title: &done, Status: "completed", RawOutput: raw,
+			Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(summary))}}},
+	}
+}
+
+// planUpdate renders a plan change as ACP's three-state plan; an emptied
+// list is an empty plan.
+func planUpdate(c plan.Changed) PlanUpdate {
+	entries := make([]PlanEntry, 0, len(c.Items))
+	for _, pe := range plan.Panel(c.Items) {
+		entries = append(entries, PlanEntry{Content: pe.Content, Priority: "medium", Status: string(pe.Status)})
+	}
+	return PlanUpdate{Entries: entries}
+}
+
+// diffContent turns a unified diff into the protocol's diff content, one
+// per hunk: the hunk's old lines and new lines (oldText absent for a new
+// file).
+func diffContent(path, unified string) []ToolCallContent {
+	var out []ToolCallContent
+	created := false
+	var oldB, newB strings.Builder
+	in := false
+	flush := func() {
+		if !in {
+			return
+		}
+		d := ToolCallContent{Type: "diff", Path: path, NewText: ptr(newB.String())}
+		if !created {
+			d.OldText = ptr(oldB.String())
+		}
+		out = append(out, d)
+		oldB.Reset()
+		newB.Reset()
+	}
+	for _, line := range strings.SplitAfter(unified, "\n") {
+		switch {
+		case strings.HasPrefix(line, "--- "):
+			created = strings.HasPrefix(line, "--- /dev/null")
+		case strings.HasPrefix(line, "+++ "):
+		case strings.HasPrefix(line, "@@"):
+			flush()
+			in = true
+		case !in || line == "":
+		case strings.HasPrefix(line, `\`):
+		case line[0] == '+':
+			newB.WriteString(line[1:])
+		case line[0] == '-':
+			oldB.WriteString(line[1:])
+		case line[0] == ' ':
+			oldB.WriteString(line[1:])
+			newB.WriteString(line[1:])
+		}
+	}
+	flush()
+	return out
+}

@@ -1,0 +1,285 @@
+// Package acp is meka's Agent Client Protocol front door: `meka acp`
+// speaks ACP v1 over stdio (newline-delimited JSON-RPC 2.0 through
+// internal/acp/jsonrpc) so editors can drive sessions on the host. It owns
+// the ACP wire types (only this package knows them), the translation of
+// requests to host calls and of engine events and session rows to
+// session/update notifications, the ordering editors rely on, permission
+// prompts, file routing through fs/*, and the terminal _meta extension.
+//
+// It imports internal/host, plan, permission, session, model, agent, tool
+// and its own jsonrpc layer; never another front door.
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"meka.dev/meka/internal/acp/jsonrpc"
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/permission"
+)
+
+// Defaults for Options' zero values.
+const (
+	// DefaultMaxLineBytes bounds one inbound message: a prompt with a
+	// large pasted image or file fits.
+	DefaultMaxLineBytes = 64 << 20
+	// DefaultIdleTimeout is how long a session may go untouched before the
+	// sweep releases it, and DefaultSweepInterval how often it looks.
+	DefaultIdleTimeout   = 24 * time.Hour
+	DefaultSweepInterval = 5 * time.Minute
+	// ReplayRows is how many of a session's newest rows session/load
+	// replays.
+	ReplayRows = 2000
+)
+
+// Options configure a server. The zero value of each field means its
+// default.
+type Options struct {
+	Host *host.Host
+	// Version is meka's version, sent as agentInfo.version.
+	Version string
+	// Profiles names the configured profiles, in the order the profile
+	// picker lists them.
+	Profiles []string
+	// DefaultProfile names the profile a new session gets; empty means
+	// the host's default, whose name is Profiles' first when unknown.
+	DefaultProfile string
+	// Vision is the default profile's vision flag, advertised as
+	// promptCapabilities.image.
+	Vision bool
+	// Levels are the permission levels sessions may take ([permissions]
+	// enabled); empty means all.
+	Levels []permission.Level
+	// RelayProviderErrors lets a provider's own error text reach the
+	// client in an InternalError's data, capped.
+	RelayProviderErrors bool
+	MaxLineBytes        int
+	IdleTimeout         time.Duration
+	SweepInterval       time.Duration
+	// Tick returns a channel ticking every d and a function stopping it,
+	// for the idle sweep; a time.Ticker when nil.
+	Tick   func(d time.Duration) (<-chan time.Time, func())
+	Logger *slog.Logger
+}
+
+// Serve speaks ACP on r and w until r ends or ctx is done. Every session
+// the connection opened is closed before it returns.
+func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
+	s := newServer(opts)
+	s.conn = jsonrpc.NewConn(r, w, s, jsonrpc.Options{MaxLineBytes: s.opts.MaxLineBytes, Logger: s.log})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.base = ctx
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		s.sweepLoop(ctx)
+	}()
+	err := s.conn.Serve(ctx)
+	cancel()
+	<-sweepDone
+	s.closeAll(context.WithoutCancel(ctx))
+	return err
+}
+
+// server is one connection's state.
+type server struct {
+	opts Options
+	conn *jsonrpc.Conn
+	log  *slog.Logger
+	// base lives as long as the connection: updates outside a request are
+	// sent with it.
+	base context.Context
+
+	mu         sync.Mutex // guards the fields below
+	client     ClientCapabilities
+	clientInfo *Implementation
+	sessions   map[string]*entry
+	// swept are sessions the idle sweep released; a request naming one
+	// reopens it.
+	swept map[string]bool
+}
+
+func newServer(opts Options) *server {
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.SweepInterval <= 0 {
+		opts.SweepInterval = DefaultSweepInterval
+	}
+	if opts.Tick == nil {
+		opts.Tick = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(opts.Levels) == 0 {
+		opts.Levels = permission.Levels
+	}
+	return &server{opts: opts, log: opts.Logger, base: context.Background(),
+		sessions: make(map[string]*entry), swept: make(map[string]bool)}
+}
+
+// caps returns the client's capabilities.
+func (s *server) caps() ClientCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client
+}
+
+// Handle implements jsonrpc.Handler.
+func (s *server) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	switch req.Method {
+	case "initialize":
+		return handle(ctx, s, req, (*server).initialize)
+	case "authenticate":
+		return struct{}{}, nil
+	case "session/new":
+		return handle(ctx, s, req, (*server).newSession)
+	case "session/load":
+		return handle(ctx, s, req, (*server).loadSession)
+	case "session/resume":
+		return handle(ctx, s, req, (*server).resumeSession)
+	case "session/fork":
+		return handle(ctx, s, req, (*server).forkSession)
+	case "session/list":
+		return handle(ctx, s, req, (*server).listSessions)
+	case "session/close":
+		return handle(ctx, s, req, (*server).closeSession)
+	case "session/prompt":
+		return handle(ctx, s, req, (*server).prompt)
+	case "session/set_mode":
+		return handle(ctx, s, req, (*server).setMode)
+	case "session/set_config_option":
+		return handle(ctx, s, req, (*server).setConfigOption)
+	}
+	return nil, jsonrpc.NewError(jsonrpc.MethodNotFound, "Method not found", map[string]string{"method": req.Method})
+}
+
+// handle decodes a request's params into P and calls fn.
+func handle[P, R any](ctx context.Context, s *server, req *jsonrpc.Request, fn func(*server, context.Context, *P) (R, error)) (any, error) {
+	var p P
+	if err := decodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	return fn(s, ctx, &p)
+}
+
+func decodeParams(raw json.RawMessage, p any) error {
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, p); err != nil {
+		return invalidParams("invalid params: %v", err)
+	}
+	return nil
+}
+
+// HandleNotification implements jsonrpc.Handler.
+func (s *server) HandleNotification(ctx context.Context, n *jsonrpc.Notification) {
+	switch n.Method {
+	case "session/cancel":
+		var p SessionIDRequest
+		if decodeParams(n.Params, &p) != nil {
+			s.log.Debug("acp: session/cancel with invalid params")
+			return
+		}
+		if e := s.lookup(p.SessionID); e != nil {
+			e.cancelTurn()
+		}
+	default:
+		s.log.Debug("acp: notification ignored", "method", n.Method)
+	}
+}
+
+func (s *server) initialize(ctx context.Context, p *InitializeRequest) (*InitializeResponse, error) {
+	s.mu.Lock()
+	s.client = p.ClientCapabilities
+	s.clientInfo = p.ClientInfo
+	s.mu.Unlock()
+	if p.ClientInfo != nil {
+		s.log.Info("ACP client connected: " + p.ClientInfo.Name + " " + p.ClientInfo.Version)
+	} else {
+		s.log.Info("ACP client connected: (unnamed client)")
+	}
+	empty := &Empty{}
+	return &InitializeResponse{
+		ProtocolVersion: ProtocolVersion,
+		AgentCapabilities: AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: PromptCapabilities{Image: s.opts.Vision, EmbeddedContext: true},
+			SessionCapabilities: SessionCapabilities{
+				List: empty, Resume: empty, Fork: empty, Close: empty, AdditionalDirectories: empty,
+			},
+		},
+		AuthMethods: []json.RawMessage{},
+		AgentInfo:   &Implementation{Name: "meka", Version: s.opts.Version},
+	}, nil
+}
+
+// notify sends a session/update. Updates that fail to go out (the client
+// left) are logged: the log, not the wire, is the record.
+func (s *server) notify(ctx context.Context, sessionID string, u SessionUpdate) {
+	if err := s.conn.Notify(ctx, "session/update", SessionNotification{SessionID: sessionID, Update: u}); err != nil {
+		s.log.Debug("acp: session/update not sent", "session_id", sessionID, "err", err)
+	}
+}
+
+// sweepLoop releases idle sessions every SweepInterval.
+func (s *server) sweepLoop(ctx context.Context) {
+	tick, stop := s.opts.Tick(s.opts.SweepInterval)
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			s.sweep(ctx)
+		}
+	}
+}
+
+// sweep releases the sessions idle for IdleTimeout.
+func (s *server) sweep(ctx context.Context) {
+	for _, id := range s.opts.Host.SweepIdle(ctx, s.opts.IdleTimeout) {
+		s.mu.Lock()
+		e := s.sessions[id]
+		if e != nil {
+			delete(s.sessions, id)
+			s.swept[id] = true
+		}
+		s.mu.Unlock()
+		if e != nil {
+			e.detach()
+			s.log.Info("acp: idle session released", "session_id", id)
+		}
+	}
+}
+
+// closeAll closes every session of the connection.
+func (s *server) closeAll(ctx context.Context) {
+	s.mu.Lock()
+	entries := make([]*entry, 0, len(s.sessions))
+	for _, e := range s.sessions {
+		entries = append(entries, e)
+	}
+	s.sessions = map[string]*entry{}
+	s.mu.Unlock()
+	for _, e := range entries {
+		e.detach()
+		if err := s.opts.Host.CloseSession(ctx, e.id); err != nil {
+			s.log.Warn("acp: close session", "session_id", e.id, "err", err)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"meka.dev/meka/internal/acp"
+)
+
+func init() { extraCommands = append(extraCommands, newACPCmd) }
+
+// newACPCmd is `meka acp`: the Agent Client Protocol on stdio. stdout is
+// the protocol; logs go to stderr.
+func newACPCmd(g *globals) *cobra.Command {
+	var (
+		cont        bool
+		resume      string
+		workspace   []string
+		readableDir []string
+	)
+	cmd := &cobra.Command{
+		Use:   "acp",
+		Short: "Serve the Agent Client Protocol on stdio, for editors",
+		Long: `meka acp speaks the Agent Client Protocol (JSON-RPC 2.0, one message per line)
+on stdin and stdout, for an editor that spawns it. Each session/new starts a
+session on the default profile (--profile picks it); session/load and
+session/resume reopen stored ones. Logs go to stderr (-v, -vv).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case cont:
+				return usageError("meka acp does not take -c: the client names the session (session/load or session/resume)")
+			case resume != "":
+				return usageError("meka acp does not take -r: the client names the session (session/load or session/resume)")
+			case g.project != "":
+				return usageError("meka acp does not take --project: a session starts on no project; move it with session/set_config_option")
+			}
+			return runACP(cmd.Context(), g, workspace, readableDir)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&cont, "continue", "c", false, "refused: the client names the session")
+	f.StringVarP(&resume, "resume", "r", "", "refused: the client names the session")
+	f.StringArrayVar(&workspace, "additional-workspace-directory", nil, "add a directory to every session's workspace (repeatable)")
+	f.StringArrayVar(&readableDir, "additional-readable-directory", nil, "let every session read a directory beyond its workspace (repeatable)")
+	_ = f.MarkHidden("continue")
+	_ = f.MarkHidden("resume")
+	return cmd
+}
+
+func runACP(ctx context.Context, g *globals, workspace, readable []string) error {
+	a, err := g.newApp(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close(context.WithoutCancel(ctx))
+	if err := a.host.AddRoots(workspace, readable); err != nil {
+		return usageError("%v", err)
+	}
+	prof, err := a.cfg.ResolveProfile(g.profile, g.getenv)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	names := a.cfg.ProfileNames()
+	if len(names) == 0 {
+		names = []string{prof.Name}
+	}
+	levels := a.cfg.Permissions.Enabled
+	err = acp.Serve(ctx, g.stdin, g.stdout, acp.Options{
+		Host:                a.host,
+		Version:             Version,
+		Profiles:            names,
+		DefaultProfile:      g.profile,
+		Vision:              prof.Vision,
+		Levels:              levels,
+		RelayProviderErrors: a.cfg.Serve.RelayProviderErrors,
+		IdleTimeout:         a.cfg.Serve.IdleTimeout,
+		SweepInterval:       a.cfg.Serve.IdleSweepInterval,
+		Logger:              g.logger(),
+	})
+	if err != nil && ctx.Err() == nil {
+		return &exitError{code: 1, err: err}
+	}
+	return nil
+}
