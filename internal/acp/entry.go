@@ -105,6 +105,8 @@ func (e *entry) cancelTurn() {
 	case e.inFlight:
 		e.latched = true
 	}
+	// Prompts read but not yet started find the latch as they start.
+	e.s.arrivals.latch(e.id)
 }
 
 // announce sends what follows a creation response: the palette, the

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -66,6 +67,7 @@ type harness struct {
 	srv    *server
 	prov   *script.Provider
 	cwd    string
+	rawW   io.Writer // the server's input, for lines no client would send
 	cancel context.CancelFunc
 	done   chan error
 
@@ -152,7 +154,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.srv = newServer(opts)
-	h.srv.conn = jsonrpc.NewConn(sr, recorder{h, sw}, h.srv, jsonrpc.Options{MaxLineBytes: h.srv.opts.MaxLineBytes})
+	h.srv.conn = jsonrpc.NewConn(&ingress{r: sr, a: h.srv.arrivals}, recorder{h, sw}, h.srv, jsonrpc.Options{MaxLineBytes: h.srv.opts.MaxLineBytes})
 	h.srv.base = ctx
 	go func() {
 		err := h.srv.conn.Serve(ctx)
@@ -161,6 +163,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		h.done <- err
 	}()
 	h.client = jsonrpc.NewConn(cr, cw, h, jsonrpc.Options{})
+	h.rawW = cw
 	go func() { _ = h.client.Serve(ctx) }()
 	t.Cleanup(func() {
 		cw.Close()
@@ -343,4 +346,32 @@ func (h *harness) clearWire() {
 func (h *harness) sync() {
 	h.t.Helper()
 	h.call("session/list", ListSessionsRequest{}, nil)
+}
+
+// raw writes lines straight to the server and returns the next response
+// line it writes.
+func (h *harness) raw(lines string) string {
+	h.t.Helper()
+	h.mu.Lock()
+	before := len(h.wire)
+	h.mu.Unlock()
+	if _, err := io.WriteString(h.rawW, lines); err != nil {
+		h.t.Fatal(err)
+	}
+	for {
+		h.sync()
+		h.mu.Lock()
+		for _, l := range h.wire[before:] {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Result json.RawMessage `json:"result"`
+			}
+			if json.Unmarshal([]byte(l), &m) == nil && m.Method == "" && len(m.ID) > 0 && !strings.Contains(string(m.Result), `"sessions"`) {
+				h.mu.Unlock()
+				return l
+			}
+		}
+		h.mu.Unlock()
+	}
 }

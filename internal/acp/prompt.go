@@ -23,17 +23,21 @@ const MaxImageBytes = 5 << 20
 // imageTypes are the formats providers accept natively.
 var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
-func (s *server) prompt(ctx context.Context, p *PromptRequest) (*PromptResponse, error) {
+// prompt runs a turn; reqID is the request's id, under which the ingress
+// reader recorded it.
+func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*PromptResponse, error) {
 	e, err := s.ensure(ctx, p.SessionID)
 	if err != nil {
+		s.arrivals.take(reqID)
 		return nil, err
 	}
 	e.mu.Lock()
+	latched := s.arrivals.take(reqID)
 	if e.inFlight || e.switching {
 		e.mu.Unlock()
 		return nil, errBusy("")
 	}
-	e.inFlight, e.latched = true, false
+	e.inFlight, e.latched = true, latched
 	hs := e.hs
 	e.mu.Unlock()
 	defer func() {

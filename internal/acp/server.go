@@ -71,7 +71,7 @@ type Options struct {
 // the connection opened is closed before it returns.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	s := newServer(opts)
-	s.conn = jsonrpc.NewConn(r, w, s, jsonrpc.Options{MaxLineBytes: s.opts.MaxLineBytes, Logger: s.log})
+	s.conn = jsonrpc.NewConn(&ingress{r: r, a: s.arrivals}, w, s, jsonrpc.Options{MaxLineBytes: s.opts.MaxLineBytes, Logger: s.log})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.base = ctx
@@ -103,6 +103,8 @@ type server struct {
 	// swept are sessions the idle sweep released; a request naming one
 	// reopens it.
 	swept map[string]bool
+
+	arrivals *arrivals
 }
 
 func newServer(opts Options) *server {
@@ -128,7 +130,7 @@ func newServer(opts Options) *server {
 		opts.Levels = permission.Levels
 	}
 	return &server{opts: opts, log: opts.Logger, base: context.Background(),
-		sessions: make(map[string]*entry), swept: make(map[string]bool)}
+		sessions: make(map[string]*entry), swept: make(map[string]bool), arrivals: newArrivals()}
 }
 
 // caps returns the client's capabilities.
@@ -158,7 +160,12 @@ func (s *server) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	case "session/close":
 		return handle(ctx, s, req, (*server).closeSession)
 	case "session/prompt":
-		return handle(ctx, s, req, (*server).prompt)
+		var p PromptRequest
+		if err := decodeParams(req.Params, &p); err != nil {
+			s.arrivals.take(string(req.ID))
+			return nil, err
+		}
+		return s.prompt(ctx, string(req.ID), &p)
 	case "session/set_mode":
 		return handle(ctx, s, req, (*server).setMode)
 	case "session/set_config_option":
