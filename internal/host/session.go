@@ -92,14 +92,14 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	extra, readable := h.roots()
 	wide := meta
 	wide.AdditionalDirs = mergeDirs(meta.Cwd, meta.AdditionalDirs, extra)
+	s.tools = tool.NewRegistry(h.opts.Deny...)
 	env := Env{SessionID: meta.ID, Meta: wide, Profile: prof, DataDir: s.dataDir, Level: s.Level,
-		Files: &s.files, ReadableDirs: readable}
+		Files: &s.files, ReadableDirs: readable, Denied: s.tools.Denied}
 	if s.dataDir != "" {
 		s.startTasks()
 		env.Tasks, env.TaskRegistry = s, s.tasks
 	}
 
-	s.tools = tool.NewRegistry(h.opts.Deny...)
 	if h.opts.Tools != nil {
 		ts, err := h.opts.Tools(env)
 		if err != nil {
