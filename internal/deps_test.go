@@ -51,10 +51,11 @@ var allowed = map[string][]string{
 		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool"},
 	"internal/schedule": {"internal/schedule/cron", "session", "tool", "permission", "model", "agent"},
 	// L5: front doors never import each other.
-	"internal/acp":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
-	"internal/httpapi": {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
-	"internal/repl":    {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
-	"internal/oneshot": {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	"internal/acp/jsonrpc": {},
+	"internal/acp":         {"internal/acp/jsonrpc", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	"internal/httpapi":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	"internal/repl":        {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	"internal/oneshot":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
 	// L6: the composition root may import anything.
 	"internal/cli": {"*"},
 	// L7

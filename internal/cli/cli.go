@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meka.dev/meka/internal/config"
+	"meka.dev/meka/internal/sandbox"
 )
 
 // Version is meka's version, set at build time with
@@ -52,6 +53,9 @@ type globals struct {
 // Main runs meka with args (without the program name) and returns the
 // process's exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// A confined shell command re-executes meka as its Landlock helper;
+	// that process confines itself and becomes the command here.
+	sandbox.RunHelperIfRequested()
 	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	root := newRoot(g)
 	root.SetArgs(args)

@@ -85,7 +85,7 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 	h, err := host.New(host.Options{
 		Store:       db.Sessions(),
 		Profiles:    func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
-		Tools:       builtinTools(cfg, g.getenv),
+		Tools:       builtinTools(cfg),
 		Extensions:  extensions(cfg),
 		Deny:        cfg.Tools.Deny,
 		Permissions: perms,

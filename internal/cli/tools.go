@@ -1,24 +1,113 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
+	"sort"
+
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/sandbox"
+	"meka.dev/meka/internal/tools/fstool"
+	"meka.dev/meka/internal/tools/shelltool"
+	"meka.dev/meka/plan"
+	"meka.dev/meka/plan/checklist"
+	"meka.dev/meka/plan/todo"
+	"meka.dev/meka/plan/writetodos"
+	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
 
 // builtinTools builds the file and shell tools of a session.
-func builtinTools(cfg *config.Config, getenv func(string) string) func(env host.Env) ([]tool.Tool, error) {
+func builtinTools(cfg *config.Config) func(env host.Env) ([]tool.Tool, error) {
+	scrub := keyVariables(cfg)
 	return func(env host.Env) ([]tool.Tool, error) {
-		return nil, nil
+		roots, err := sandbox.NewRoots(env.Meta.Cwd, env.Meta.AdditionalDirs, env.ReadableDirs)
+		if err != nil {
+			return nil, err
+		}
+		scratch := ""
+		if env.DataDir != "" {
+			scratch = filepath.Join(env.DataDir, "scratch")
+		}
+		vision := env.Profile.Vision
+		tools := fstool.New(fstool.Options{
+			Roots:      roots,
+			FS:         env.Files,
+			Vision:     func() bool { return vision },
+			ScratchDir: scratch,
+		})
+		shell := shelltool.New(shelltool.Options{
+			Roots:      func() *sandbox.Roots { return roots },
+			Tasks:      env.TaskRegistry,
+			ScratchDir: scratch,
+			Env:        os.Environ(),
+			ScrubNames: scrub,
+		})
+		return append(tools, shell), nil
 	}
 }
 
-// extensions returns the plugins every session gets: the plan dialect the
-// config selects.
-func extensions(cfg *config.Config) []host.ExtensionFunc {
-	return nil
+// keyVariables lists every provider key variable a profile names, so the
+// shell scrubs them from commands' environments.
+func keyVariables(cfg *config.Config) []string {
+	seen := map[string]bool{"OPENAI_API_KEY": true, "ANTHROPIC_API_KEY": true}
+	for _, p := range cfg.Profiles {
+		if p.APIKeyEnv != "" {
+			seen[p.APIKeyEnv] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
-// renderPlan draws a plan change for one-shot mode's stderr.
-func renderPlan(ev agent.Event) (string, bool) { return "", false }
+// extensions returns the plugins every session gets: the plan dialect its
+// profile or [tools] plan selects. Exactly one dialect's tools are offered.
+func extensions(cfg *config.Config) []host.ExtensionFunc {
+	return []host.ExtensionFunc{func(env host.Env) (host.Extension, error) {
+		prof := cfg.Profiles[env.Profile.Name] // zero for a zero-config profile
+		check, nudges := cfg.Tools.PlanCheckCompletion, cfg.Tools.MaxCompletionNudges
+		switch cfg.PlanFor(prof) {
+		case config.PlanUpdatePlan:
+			c, err := todo.Plugin{Store: todo.NewStore(), CheckCompletion: check, MaxCompletionNudges: nudges}.Compose()
+			return host.Extension(c), err
+		case config.PlanWriteTodos:
+			c := writetodos.New(writetodos.Options{CheckCompletion: check, MaxCompletionNudges: nudges}).Compose()
+			return host.Extension(c), nil
+		}
+		return checklistExtension(env), nil
+	}}
+}
+
+// checklistExtension is the checklist plugin of a session.
+func checklistExtension(env host.Env) host.Extension {
+	opts := checklist.Options{Denied: env.Denied}
+	if env.Tasks != nil {
+		opts.Tasks = env.Tasks
+	}
+	p := checklist.New(opts)
+	return host.Extension{
+		Tools:        p.Tools(),
+		Interceptors: []agent.StopInterceptor{p.Interceptor()},
+		Compactors:   []agent.CompactionContributor{p.Compactor()},
+		Folds:        []session.Fold{p.Fold()},
+	}
+}
+
+// renderPlan draws a plan change for one-shot mode's stderr: one row per
+// item on the list.
+func renderPlan(ev agent.Event) (string, bool) {
+	c, ok := ev.(plan.Changed)
+	if !ok {
+		return "", false
+	}
+	if len(c.Items) == 0 {
+		return "[meka] plan: empty\n", true
+	}
+	return "[meka] plan:\n" + plan.Lines(c.Items), true
+}
