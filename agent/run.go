@@ -78,6 +78,8 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 			if ctx.Err() != nil {
 				return end(StopCanceled, nil)
 			}
+			// The log keeps the provider's text whole; the notice caps it.
+			e.opts.Logger.Info("model request failed", "session_id", e.opts.SessionID, "turn", ts.turn, "err", err.Error())
 			e.notice(ctx, ts.turn, failureNotice(err))
 			return end(StopFailed, err)
 		}
