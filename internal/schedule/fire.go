@@ -1,0 +1,284 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
+)
+
+// lateAfter is how late a one-shot must be before its turn is told so.
+const lateAfter = time.Minute
+
+// occurrence handles one due job this host may take, and reports whether
+// a turn was delivered. An error is an infrastructure failure worth
+// logging; decisions about the job are logged here.
+func (s *Scheduler) occurrence(ctx context.Context, j Job, now time.Time, res *SweepResult) (bool, error) {
+	log := s.log.With("job", ShortID(j.ID), "session_id", j.SessionID)
+	level, ok := s.opts.Firer.Level(j.SessionID)
+	if !ok {
+		res.Skipped++
+		return false, nil
+	}
+	if reason := s.withheldNow(j, level); reason != "" {
+		res.Withheld++
+		if s.noteWithheld(j.ID, reason) {
+			log.Warn("job withheld: NOT FIRING", "reason", reason)
+		}
+		if !j.Recurring() {
+			// A withheld one-shot was never evaluated: it is kept, and
+			// fires (or ages past its grace) once restored.
+			return false, nil
+		}
+		// A recurring one declines the occurrence: it is spent.
+		return false, s.spend(ctx, j, now, nil)
+	}
+	if s.noteWithheld(j.ID, "") {
+		log.Info("job restored: it can fire again")
+	}
+
+	claimed, outcome, err := s.opts.Store.Claim(ctx, s.lease(j, now))
+	if err != nil {
+		return false, err
+	}
+	switch outcome {
+	case ClaimLost:
+		res.Lost++
+		return false, nil
+	case ClaimParked:
+		res.Parked++
+		log.Warn("job parked", "reason", claimed.Held)
+		return false, nil
+	}
+	j = claimed
+
+	late := now.Sub(j.NextAt)
+	if !j.Recurring() && late > s.opts.MissedGrace {
+		res.Dropped++
+		log.Warn("one-shot job dropped: it is past missed_grace", "due", j.NextAt, "late", s.formatDuration(late.Truncate(time.Second)))
+		_, err := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
+		s.forget(j.ID)
+		return false, err
+	}
+
+	gate, p, v, err := s.evaluate(ctx, j)
+	if ctx.Err() != nil {
+		// The host is stopping: give the occurrence back untouched.
+		s.release(j)
+		return false, nil
+	}
+	if err != nil {
+		res.Declined++
+		log.Warn("gate could not be evaluated; occurrence declined", "err", err)
+		if s.noteGateFailure(j.ID, err) {
+			log.Warn("job NOT FIRING: its gate keeps failing", "reason", s.failureReason(j.ID))
+		}
+		if !j.Recurring() {
+			// A one-shot has no next occurrence to move to: it keeps its
+			// claim and is retried once the lease runs out.
+			return false, nil
+		}
+		// Declined means spent; the baseline stays as last observed.
+		return false, s.spend(ctx, j, now, nil)
+	}
+	if gate != nil {
+		if s.noteGateOK(j.ID) {
+			log.Info("job's gate works again")
+		}
+		if !v.fire {
+			res.Declined++
+			if gate.Check.IsCommand() && gate.When.Kind != WhenSucceeded {
+				log.Debug("gate did not fire", "exit", p.exit)
+			}
+			if !j.Recurring() {
+				_, err := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
+				s.forget(j.ID)
+				return false, err
+			}
+			return false, s.spend(ctx, j, now, v.baseline)
+		}
+	}
+
+	next, missed, capped, err := s.following(j, now)
+	if err != nil {
+		log.Warn("job has no next occurrence; removed", "err", err)
+		_, rerr := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
+		return false, errors.Join(err, rerr)
+	}
+	// The gate may have taken a while: make sure the job is still ours
+	// (a cancel meanwhile wins) and give the turn a whole lease.
+	if ok, err := s.opts.Store.Renew(ctx, j.ID, s.opts.Owner, s.opts.Now().Add(s.opts.ClaimLease)); err != nil || !ok {
+		if err == nil {
+			res.Lost++
+			s.forget(j.ID)
+			log.Info("job canceled or taken over before its turn; not fired")
+		}
+		return false, err
+	}
+	msg := s.message(j, now, missed, capped, gate, p)
+	delivered, err := s.fire(ctx, j, msg)
+	if !delivered {
+		if errors.Is(err, ErrDeclined) || ctx.Err() != nil {
+			res.Returned++
+			s.release(j)
+			return false, nil
+		}
+		// Neither delivered nor handed back: the lease is left to run
+		// out, and counts against the job.
+		log.Error("fire job: the turn was not delivered", "err", err)
+		return false, nil
+	}
+	res.Fired++
+	if err != nil {
+		log.Warn("scheduled turn failed", "err", err)
+	}
+	store := context.WithoutCancel(ctx)
+	if !j.Recurring() {
+		_, err := s.opts.Store.Retire(store, j.ID, s.opts.Owner)
+		s.forget(j.ID)
+		return true, err
+	}
+	_, err = s.opts.Store.Advance(store, j.ID, s.opts.Owner, Advance{NextAt: next, FiredAt: now, Baseline: v.baseline})
+	return true, err
+}
+
+// withheldNow is Withheld with this host's tools and confinement.
+func (s *Scheduler) withheldNow(j Job, level permission.Level) string {
+	return Withheld(j, level, func(name string) (permission.Level, bool) {
+		_, needs, ok := s.opts.Firer.Tool(j.SessionID, name)
+		return needs, ok
+	}, s.opts.Confined()).Reason
+}
+
+// evaluate runs j's gate, if any. A nil gate means ungated: fire.
+func (s *Scheduler) evaluate(ctx context.Context, j Job) (*Gate, probe, verdict, error) {
+	g, err := j.ParsedGate()
+	if err != nil {
+		return nil, probe{}, verdict{}, &GateError{JobID: j.ID, Err: err}
+	}
+	if g == nil {
+		return nil, probe{}, verdict{fire: true}, nil
+	}
+	p, err := s.runCheck(ctx, j, g)
+	if err != nil {
+		return g, probe{}, verdict{}, err
+	}
+	v, err := judge(g.When, p, j.Baseline, j.HasBaseline)
+	if err != nil {
+		return g, p, verdict{}, &GateError{JobID: j.ID, Err: err}
+	}
+	return g, p, v, nil
+}
+
+// spend moves a recurring job past a declined occurrence, claiming it
+// first when the caller has not.
+func (s *Scheduler) spend(ctx context.Context, j Job, now time.Time, baseline *string) error {
+	if j.LeaseOwner != s.opts.Owner {
+		claimed, outcome, err := s.opts.Store.Claim(ctx, s.lease(j, now))
+		if err != nil || outcome != Claimed {
+			return err
+		}
+		j = claimed
+	}
+	next, _, _, err := s.following(j, now)
+	if err != nil {
+		_, rerr := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
+		return errors.Join(err, rerr)
+	}
+	_, err = s.opts.Store.Advance(context.WithoutCancel(ctx), j.ID, s.opts.Owner, Advance{NextAt: next, Baseline: baseline})
+	return err
+}
+
+// release hands an occurrence back.
+func (s *Scheduler) release(j Job) {
+	if _, err := s.opts.Store.Release(context.Background(), j.ID, s.opts.Owner); err != nil {
+		s.log.Warn("hand back job", "job", ShortID(j.ID), "err", err)
+	}
+}
+
+// following returns a recurring job's next occurrence after the one due,
+// with how many occurrences the due one stands in for. A job that missed
+// several is rescheduled from now, so an outage never becomes a burst.
+func (s *Scheduler) following(j Job, now time.Time) (next time.Time, missed int, capped bool, err error) {
+	if !j.Recurring() {
+		return time.Time{}, 1, false, nil
+	}
+	missed, capped = occurrences(j, now)
+	if j.Kind == KindEvery && missed <= 1 {
+		// On time: keep the cadence.
+		if next = j.NextAt.Add(j.Interval); next.After(now) {
+			return next, missed, false, nil
+		}
+	}
+	next, err = nextAfter(j, now)
+	return next, missed, capped, err
+}
+
+// fire hands the turn to the host. A panic is an undelivered turn.
+func (s *Scheduler) fire(ctx context.Context, j Job, msg session.UserMessage) (delivered bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			delivered, err = false, fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return s.opts.Firer.Fire(ctx, j.SessionID, Firing{JobID: j.ID, Message: msg, Withdraw: j.Recurring()})
+}
+
+// message builds the turn's input: the prompt as written, then what the
+// scheduler knows about this occurrence.
+func (s *Scheduler) message(j Job, now time.Time, missed int, capped bool, g *Gate, p probe) session.UserMessage {
+	loc := j.Location()
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Scheduled job %s, %s, fired at %s.", ShortID(j.ID), j.Describe(), FormatTime(now.Truncate(time.Second), loc))
+	switch {
+	case !j.Recurring():
+		if late := now.Sub(j.NextAt); late >= lateAfter {
+			fmt.Fprintf(&b, " It is %s late: it was due at %s; judge whether it still matters.", s.formatDuration(late.Truncate(time.Minute)), FormatTime(j.NextAt, loc))
+		}
+	case missed > 1:
+		more := ""
+		if capped {
+			more = "more than "
+		}
+		fmt.Fprintf(&b, " This one turn stands in for %s%d occurrences missed since %s, while no host ran the job; it is rescheduled from now.", more, missed, FormatTime(j.NextAt, loc))
+	}
+	b.WriteString("]")
+	if g != nil {
+		fmt.Fprintf(&b, "\n\nIts gate fired (%s). ", g.Describe())
+		out := p.out
+		if len(out) == 0 && len(p.stderr) == 0 {
+			b.WriteString("The check printed nothing.")
+		} else {
+			b.WriteString("What the check returned, so you need not run it again:\n\n")
+			b.WriteString(cut(out, MaxTurnOutput, p.cut))
+			if len(p.stderr) > 0 && len(out) < MaxTurnOutput {
+				b.WriteString("\n\nstderr:\n")
+				b.WriteString(cut(p.stderr, MaxTurnOutput-len(out), false))
+			}
+		}
+	}
+	return session.UserMessage{
+		Parts:  model.Parts{model.Text{Text: j.Prompt}, model.Text{Text: b.String()}},
+		Source: session.SourceSchedule,
+	}
+}
+
+// cut returns at most n bytes of b as text, on a UTF-8 boundary, saying
+// when something was left out.
+func cut(b []byte, n int, more bool) string {
+	if len(b) <= n && !more {
+		return string(b)
+	}
+	end := min(n, len(b))
+	for end > 0 && end < len(b) && !utf8.RuneStart(b[end]) {
+		end--
+	}
+	return string(b[:end]) + "\n[… cut: the turn sees the first " + fmt.Sprint(end) + " bytes]"
+}
