@@ -49,7 +49,7 @@ func TestMissedCron(t *testing.T) {
 	e := newEnv(t, nil)
 	sid := e.session(permission.Read)
 	id := e.create(sid, permission.Read, `{"prompt": "tick", "cron": "*/5 * * * *"}`) // next 15:05 CEST
-	e.sweep(time.Date(2026, 8, 11, 14, 7, 0, 0, time.UTC))                          // 16:07 CEST: 15:05 … 16:05
+	e.sweep(time.Date(2026, 8, 11, 14, 7, 0, 0, time.UTC))                            // 16:07 CEST: 15:05 … 16:05
 	f := e.firer.take()
 	if len(f) != 1 || !strings.Contains(f[0].Text(), "stands in for 13 occurrences") {
 		t.Fatalf("turns %v", f)
