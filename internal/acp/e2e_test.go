@@ -1,0 +1,217 @@
+package acp_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/model/modeltest"
+	"meka.dev/meka/model/script"
+)
+
+// These tests drive the built `meka acp` with the official ACP TypeScript
+// SDK client (testdata/client, installed with `npm ci` there) against a
+// modeltest server, and validate every message against the schema the SDK
+// ships.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// mekaBinary builds cmd/meka once per test binary run.
+func mekaBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "meka-acp-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "meka")
+		out, err := exec.Command("go", "build", "-o", binPath, "meka.dev/meka/cmd/meka").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("build meka: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// clientDir returns the Node client's directory, skipping the test when
+// node or its packages are missing.
+func clientDir(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the ACP SDK client tests need Node.js 20+ (and `npm ci` in internal/acp/testdata/client)")
+	}
+	dir, err := filepath.Abs(filepath.Join("testdata", "client"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
+		t.Skip("the ACP SDK client is not installed: run `npm ci --prefix internal/acp/testdata/client`")
+	}
+	return dir
+}
+
+type scenario struct {
+	name   string
+	rounds string
+	level  string // the default permission level
+	extra  string // more config
+	files  map[string]string
+}
+
+type report struct {
+	Scenario   string   `json:"scenario"`
+	Failures   []string `json:"failures"`
+	Validated  int      `json:"validated"`
+	Stderr     string   `json:"stderr"`
+	Transcript []struct {
+		From string          `json:"from"`
+		Msg  json.RawMessage `json:"msg"`
+	} `json:"transcript"`
+}
+
+const shellCmd = `printf 'hi\\n'; sleep 0.4; printf 'there\\n'`
+
+var scenarios = []scenario{
+	{name: "lifecycle", level: "workspace", files: map[string]string{"notes.txt": "remember the milk\n"}, rounds: `[
+		{"text": "Hello from meka.", "usage": {"input_tokens": 10, "output_tokens": 5}},
+		{"tool_calls": [{"id": "call_1", "name": "file_read", "arguments": {"path": "notes.txt"}}]},
+		{"text": "Noted."},
+		{"text": "second."},
+		{"text": "forked."}]`},
+	{name: "list", level: "workspace", rounds: `[]`},
+	{name: "permission", level: "read", extra: "approvals = true\n", rounds: `[
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "f0.txt", "content": "x"}}]}, {"text": "0"},
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "f1.txt", "content": "x"}}]}, {"text": "1"},
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "f2.txt", "content": "x"}}]}, {"text": "2"},
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "f3.txt", "content": "x"}}]}, {"text": "3"}]`},
+	{name: "terminal", level: "unrestricted", rounds: `[
+		{"tool_calls": [{"id": "sh", "name": "shell_execute", "arguments": {"command": "` + shellCmd + `"}}]}, {"text": "ran"}]`},
+	{name: "console", level: "unrestricted", rounds: `[
+		{"tool_calls": [{"id": "sh", "name": "shell_execute", "arguments": {"command": "` + shellCmd + `"}}]}, {"text": "ran"}]`},
+	{name: "fs", level: "workspace", rounds: `[
+		{"tool_calls": [{"id": "e1", "name": "file_edit", "arguments": {"path": "proj/a.txt", "old": "buffer", "new": "edited"}}]}, {"text": "1"},
+		{"tool_calls": [{"id": "e2", "name": "file_edit", "arguments": {"path": "other.txt", "old": "disk", "new": "changed"}}]}, {"text": "2"}]`},
+	{name: "plan", level: "workspace", rounds: `[
+		{"tool_calls": [{"id": "p1", "name": "checklist_add", "arguments": {"items": [{"text": "Write the tests", "status": "in_progress"}]}}]},
+		{"tool_calls": [{"id": "p2", "name": "checklist_edit", "arguments": {"id": "c1", "status": "completed"}}]},
+		{"text": "done"}]`},
+	{name: "cancel", level: "unrestricted", rounds: `[
+		{"tool_calls": [{"id": "s1", "name": "shell_execute", "arguments": {"command": "sleep 30"}}]},
+		{"tool_calls": [{"id": "s2", "name": "shell_execute", "arguments": {"command": "sleep 30"}}]}]`},
+	{name: "setmode", level: "read", rounds: `[
+		{"tool_calls": [{"id": "r", "name": "file_read", "arguments": {"path": "in.txt"}}]},
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "out.txt", "content": "written"}}]},
+		{"text": "done"}]`, files: map[string]string{"in.txt": "on disk\n"}},
+}
+
+func TestSDKClient(t *testing.T) {
+	dir := clientDir(t)
+	bin := mekaBinary(t)
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			r := runScenario(t, dir, bin, sc)
+			var skip string
+			for _, f := range r.Failures {
+				if strings.HasPrefix(f, "SKIP: ") {
+					skip = f
+					continue
+				}
+				t.Error(f)
+			}
+			if t.Failed() {
+				t.Logf("meka stderr:\n%s", r.Stderr)
+			}
+			if r.Validated == 0 {
+				t.Error("no message was validated against the schema")
+			}
+			t.Logf("%d messages, %d validated against the schema", len(r.Transcript), r.Validated)
+			if skip != "" && !t.Failed() {
+				t.Skip(strings.TrimPrefix(skip, "SKIP: "))
+			}
+		})
+	}
+}
+
+// runScenario starts a model server playing sc's rounds, writes a config
+// pointing at it, and runs the Node client's scenario.
+func runScenario(t *testing.T, dir, bin string, sc scenario) report {
+	t.Helper()
+	s, err := script.Parse([]byte(`{"rounds":` + sc.rounds + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	home := t.TempDir()
+	ws, err := host.Canonical(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range sc.files {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := fmt.Sprintf(`default_profile = "main"
+
+[profiles.main]
+provider = "openai"
+model = "main-model"
+base_url = %[1]q
+api_key_env = "MEKA_TEST_KEY"
+context_window = 100000
+
+[profiles.second]
+provider = "openai"
+model = "second-model"
+base_url = %[1]q
+api_key_env = "MEKA_TEST_KEY"
+context_window = 50000
+
+[permissions]
+default = %[2]q
+%[3]s`, srv.URL+"/v1", sc.level, sc.extra)
+	cfgPath := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(dir, "run.mjs"), sc.name)
+	cmd.Dir = dir
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+		"MEKA_BIN=" + bin, "MEKA_WORKSPACE=" + ws, "MEKA_CONFIG=" + cfgPath,
+		"MEKA_DATA_DIR=" + filepath.Join(home, "data"), "MEKA_TEST_KEY=test-key",
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node client: %v\n%s", err, stderr.String())
+	}
+	var r report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("read the client's report: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	return r
+}

@@ -1,0 +1,422 @@
+// Drives the built `meka acp` with the official ACP TypeScript SDK client
+// through one scenario, validates every message of the transcript against
+// the ACP schema the SDK ships, and prints a JSON report on stdout:
+//   {"scenario", "failures": [...], "validated": n, "transcript": [...]}
+// Run by internal/acp's Go tests, which start the model server, write the
+// config and read the report:
+//   node run.mjs <scenario>   (MEKA_BIN, MEKA_WORKSPACE, MEKA_CONFIG, MEKA_DATA_DIR in the environment)
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import { readFileSync, writeFileSync, existsSync, mkdirSync } from "node:fs";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as acp from "@agentclientprotocol/sdk/unstable";
+import Ajv2020 from "ajv/dist/2020.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const scenario = process.argv[2];
+const ws = process.env.MEKA_WORKSPACE;
+const failures = [];
+const transcript = [];
+const fail = (msg) => failures.push(msg);
+const check = (cond, msg) => { if (!cond) fail(msg); return !!cond; };
+
+// ---- schema validation ---------------------------------------------------
+const schema = JSON.parse(readFileSync(join(here, "node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json"), "utf8"));
+const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+ajv.addSchema(schema, "acp");
+const defs = schema.$defs;
+function defFor(method, side, suffix) {
+  for (const [name, d] of Object.entries(defs)) {
+    if (d["x-method"] === method && (d["x-side"] === side || d["x-side"] === "protocol") && name.endsWith(suffix)) return name;
+  }
+  return null;
+}
+const pending = { client: new Map(), agent: new Map() }; // request id -> method, by sender
+let validated = 0;
+function validate(from, msg) {
+  const fromSide = from === "client" ? "agent" : "client"; // the side that handles what `from` sends
+  if (msg.jsonrpc !== "2.0") return fail(`${from}: not JSON-RPC 2.0: ${JSON.stringify(msg).slice(0, 200)}`);
+  let name = null, value = null;
+  if (typeof msg.method === "string") {
+    const isReq = "id" in msg;
+    if (isReq) pending[from].set(JSON.stringify(msg.id), msg.method);
+    name = defFor(msg.method, fromSide, isReq ? "Request" : "Notification");
+    value = msg.params ?? {};
+  } else {
+    const other = from === "client" ? "agent" : "client";
+    const method = pending[other].get(JSON.stringify(msg.id));
+    pending[other].delete(JSON.stringify(msg.id));
+    if (msg.error) {
+      name = "Error";
+      value = msg.error;
+    } else {
+      if (!method) return fail(`${from}: response to no request: ${JSON.stringify(msg).slice(0, 200)}`);
+      name = defFor(method, from === "client" ? "client" : "agent", "Response");
+      value = msg.result;
+    }
+  }
+  if (!name) return; // a method the schema does not know (robustness probes)
+  const v = ajv.getSchema(`acp#/$defs/${name}`);
+  validated++;
+  if (!v(value)) fail(`${from} ${name} invalid: ${ajv.errorsText(v.errors)}: ${JSON.stringify(value).slice(0, 400)}`);
+}
+
+function recorder(from) {
+  let buf = "";
+  const dec = new TextDecoder();
+  return new TransformStream({
+    transform(chunk, ctl) {
+      buf += dec.decode(chunk, { stream: true });
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (line.trim() === "") continue;
+        let msg;
+        try { msg = JSON.parse(line); } catch { fail(`${from}: unparsable line: ${line.slice(0, 200)}`); continue; }
+        transcript.push({ from, msg });
+        validate(from, msg);
+      }
+      ctl.enqueue(chunk);
+    },
+  });
+}
+
+// ---- the agent process ----------------------------------------------------
+function startAgent(extraArgs = []) {
+  const child = spawn(process.env.MEKA_BIN, ["acp", "-v", ...extraArgs], { stdio: ["pipe", "pipe", "pipe"], env: process.env });
+  let stderr = "";
+  child.stderr.on("data", (d) => { stderr += d; });
+  const toAgent = recorder("client");
+  toAgent.readable.pipeTo(Writable.toWeb(child.stdin)).catch(() => {});
+  const fromAgent = Readable.toWeb(child.stdout).pipeThrough(recorder("agent"));
+  return { child, stream: acp.ndJsonStream(toAgent.writable, fromAgent), stderr: () => stderr };
+}
+
+// A client app: permission answers, an editor's buffers for fs/*, updates
+// collected per session.
+function makeClient(opts = {}) {
+  const state = { updates: [], asked: [], reads: [], writes: [], answers: opts.answers ?? [], buffers: opts.buffers ?? new Map() };
+  const app = acp.client({ name: "meka-e2e" })
+    .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+      state.asked.push(params);
+      const optionId = state.answers.shift();
+      if (!optionId) return { outcome: { outcome: "cancelled" } };
+      return { outcome: { outcome: "selected", optionId } };
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, async ({ params, agent }) => {
+      state.reads.push(params);
+      if (opts.onRead) await opts.onRead(params, agent);
+      if (opts.served && !opts.served(params.path)) throw acp.RequestError.resourceNotFound(params.path);
+      if (state.buffers.has(params.path)) return { content: state.buffers.get(params.path) };
+      throw acp.RequestError.resourceNotFound(params.path);
+    })
+    .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
+      state.writes.push(params);
+      state.buffers.set(params.path, params.content);
+      return {};
+    })
+    .onNotification(acp.methods.client.session.update, async ({ params }) => {
+      state.updates.push(params);
+      if (opts.onUpdate) opts.onUpdate(params);
+    });
+  return { app, state };
+}
+
+const baseCaps = { fs: { readTextFile: false, writeTextFile: false }, terminal: false };
+async function init(ctx, caps = {}) {
+  return ctx.request(acp.methods.agent.initialize, {
+    protocolVersion: 1,
+    clientCapabilities: { ...baseCaps, session: { notices: {}, compaction: {}, configOptions: { boolean: {} } }, ...caps },
+    clientInfo: { name: "meka-e2e", version: "1.0.0" },
+  });
+}
+const newSession = (ctx, cwd = ws) => ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+const prompt = (ctx, sessionId, text) => ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] });
+// The updates the agent sent for a session, read from the transcript: it
+// is recorded as lines arrive, before the SDK dispatches them.
+const updatesOf = (sessionId, from = 0, to = transcript.length) => transcript.slice(from, to)
+  .filter((t) => t.from === "agent" && t.msg.method === "session/update" && t.msg.params.sessionId === sessionId)
+  .map((t) => t.msg.params.update);
+const of = (_state, sessionId, tag) => updatesOf(sessionId).filter((u) => !tag || u.sessionUpdate === tag);
+const requestIndex = (method, n = 0) => {
+  let seen = -1;
+  return transcript.findIndex((t) => t.from === "client" && t.msg.method === method && "id" in t.msg && ++seen === n);
+};
+const textOf = (ups) => ups.map((u) => u.content?.text ?? "").join("");
+async function expectError(p, code, what) {
+  try { await p; fail(`${what}: no error`); } catch (e) { check(e.code === code, `${what}: code ${e.code} (${e.message}), want ${code}`); }
+}
+// Index in the transcript of the agent's response to the client's request
+// with the given method (the n-th such).
+function responseIndex(method, n = 0) {
+  let seen = -1;
+  for (let i = 0; i < transcript.length; i++) {
+    const t = transcript[i];
+    if (t.from === "client" && t.msg.method === method && "id" in t.msg && ++seen === n) {
+      const id = JSON.stringify(t.msg.id);
+      for (let j = i + 1; j < transcript.length; j++) {
+        const r = transcript[j];
+        if (r.from === "agent" && !r.msg.method && JSON.stringify(r.msg.id) === id) return j;
+      }
+    }
+  }
+  return -1;
+}
+// The normalized shape of a session's conversation: what load must replay.
+function conversation(updates) {
+  const out = [];
+  for (const u of updates) {
+    switch (u.sessionUpdate) {
+      case "user_message_chunk":
+      case "agent_message_chunk":
+      case "agent_thought_chunk": {
+        const last = out[out.length - 1];
+        const t = u.content.type === "text" ? u.content.text : `[${u.content.type}]`;
+        if (last && last.kind === u.sessionUpdate) last.text += t; else out.push({ kind: u.sessionUpdate, text: t });
+        break;
+      }
+      case "tool_call": out.push({ kind: "tool_call", title: u.title, toolKind: u.kind }); break;
+      case "tool_call_update": if (u.status) out.push({ kind: "tool_call_update", status: u.status }); break;
+    }
+  }
+  return out;
+}
+
+// ---- scenarios ------------------------------------------------------------
+const scenarios = {
+  async lifecycle(ctx, { state }) {
+    const initResp = await init(ctx);
+    check(initResp.agentInfo?.name === "meka", "agentInfo.name");
+    check(initResp.agentCapabilities.loadSession === true, "loadSession");
+    check(initResp.agentCapabilities.mcpCapabilities === undefined || !initResp.agentCapabilities.mcpCapabilities.http, "no mcpCapabilities");
+    const s1 = await newSession(ctx);
+    const id = s1.sessionId;
+    check(s1.modes?.currentModeId === "workspace", `modes: ${JSON.stringify(s1.modes)}`);
+    check(JSON.stringify(s1.configOptions.map((o) => o.id)) === '["permission","profile","approvals"]', "config option order");
+    const r1 = await prompt(ctx, id, "say hello");
+    // Nothing for the session went out before its response.
+    const resp = responseIndex("session/new");
+    const firstUpdate = transcript.findIndex((t) => t.msg.method === "session/update" && t.msg.params.sessionId === id);
+    check(resp >= 0 && firstUpdate > resp, `an update preceded the session/new response (${firstUpdate} < ${resp})`);
+    check(updatesOf(id, resp)[0]?.sessionUpdate === "available_commands_update", "available_commands_update right after session/new");
+    check(r1.stopReason === "end_turn", `stopReason ${r1.stopReason}`);
+    check(r1.usage?.totalTokens === 15 && r1.usage.inputTokens === 10, `usage ${JSON.stringify(r1.usage)}`);
+    check(textOf(of(state, id, "agent_message_chunk")) === "Hello from meka.", `streamed ${JSON.stringify(textOf(of(state, id, "agent_message_chunk")))}`);
+    check(of(state, id, "usage_update").length >= 1, "usage_update");
+    check(of(state, id, "session_info_update")[0]?.title === "say hello", "session_info_update title");
+    // Every update of the turn precedes the prompt response.
+    const pr = responseIndex("session/prompt");
+    const lastUpdate = transcript.findLastIndex((t, i) => i < pr + 50 && t.msg.method === "session/update" && t.msg.params.update.sessionUpdate === "agent_message_chunk");
+    check(lastUpdate < pr, "a chunk came after the prompt response");
+
+    const r2 = await prompt(ctx, id, "read the notes");
+    check(r2.stopReason === "end_turn", "second prompt");
+    const call = of(state, id, "tool_call")[0];
+    check(call && call.kind === "read" && call.status === "in_progress" && call.title.startsWith("file_read"), `tool_call ${JSON.stringify(call)}`);
+    check(call?.locations?.[0]?.path === `${ws}/notes.txt`, `locations ${JSON.stringify(call?.locations)}`);
+    const done = of(state, id, "tool_call_update").find((u) => u.toolCallId === call.toolCallId && u.status);
+    check(done?.status === "completed" && JSON.stringify(done.content).includes("remember the milk"), `tool_call_update ${JSON.stringify(done)}`);
+
+    // Config and modes.
+    const opts = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: id, configId: "approvals", type: "boolean", value: false });
+    check(opts.configOptions.length === 3 && opts.configOptions[2].currentValue === false, `approvals ${JSON.stringify(opts.configOptions[2])}`);
+    const before = of(state, id, "current_mode_update").length;
+    const opts2 = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: id, configId: "permission", value: "read" });
+    check(opts2.configOptions[0].currentValue === "read", "permission option");
+    await ctx.request(acp.methods.agent.session.setMode, { sessionId: id, modeId: "workspace" });
+    await ctx.request(acp.methods.agent.session.list, {});
+    const modes = of(state, id, "current_mode_update").slice(before).map((u) => u.currentModeId);
+    check(JSON.stringify(modes) === '["read","workspace"]', `current_mode_update ${JSON.stringify(modes)}`);
+    check(of(state, id, "config_option_update").length >= 1, "config_option_update after set_mode");
+    await expectError(ctx.request(acp.methods.agent.session.setMode, { sessionId: id, modeId: "sideways" }), -32602, "unknown mode");
+    const opts3 = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: id, configId: "profile", value: "second" });
+    check(opts3.configOptions[1].currentValue === "second", "profile switch");
+
+    // Load after close: the replay matches the live transcript.
+    // The live run, with the user's words where the client showed them.
+    const live = [];
+    for (const [n, words] of ["say hello", "read the notes"].entries()) {
+      live.push({ sessionUpdate: "user_message_chunk", content: { type: "text", text: words } });
+      live.push(...updatesOf(id, requestIndex("session/prompt", n), responseIndex("session/prompt", n)));
+    }
+    await ctx.request(acp.methods.agent.session.close, { sessionId: id });
+    const loaded = await ctx.request(acp.methods.agent.session.load, { sessionId: id, cwd: ws, mcpServers: [] });
+    check(loaded.modes?.currentModeId === "workspace" && loaded.configOptions[1].currentValue === "second", `load response ${JSON.stringify(loaded.modes)}`);
+    const replayed = updatesOf(id, requestIndex("session/load"), responseIndex("session/load"));
+    const a = JSON.stringify(conversation(live)), b = JSON.stringify(conversation(replayed));
+    check(a === b, `replay differs from the live run:\nlive   ${a}\nreplay ${b}`);
+
+    // Resume another session: no replay.
+    const s2 = await newSession(ctx);
+    await prompt(ctx, s2.sessionId, "second session");
+    await ctx.request(acp.methods.agent.session.close, { sessionId: s2.sessionId });
+    const m2 = transcript.length;
+    await ctx.request(acp.methods.agent.session.resume, { sessionId: s2.sessionId, cwd: ws, mcpServers: [] });
+    const resumeResp = responseIndex("session/resume");
+    const replay2 = transcript.slice(m2, resumeResp).filter((t) => t.msg.method === "session/update");
+    check(replay2.length === 0, `resume replayed ${replay2.length} updates`);
+
+    // Fork: a new session with the conversation, promptable at once.
+    const forked = await ctx.request(acp.methods.agent.session.fork, { sessionId: id, cwd: ws, mcpServers: [] });
+    check(forked.sessionId && forked.sessionId !== id, "fork id");
+    const r3 = await prompt(ctx, forked.sessionId, "in the fork");
+    check(r3.stopReason === "end_turn", "prompt in the fork");
+    await ctx.request(acp.methods.agent.session.close, { sessionId: forked.sessionId });
+    await expectError(prompt(ctx, "no-such-session", "x"), -32602, "unknown session");
+    await expectError(newSession(ctx, "relative/path"), -32602, "relative cwd");
+  },
+
+  async list(ctx) {
+    await init(ctx);
+    const ids = new Set();
+    for (let i = 0; i < 55; i++) ids.add((await newSession(ctx)).sessionId);
+    const p1 = await ctx.request(acp.methods.agent.session.list, { cwd: ws });
+    check(p1.sessions.length === 50 && typeof p1.nextCursor === "string", `page 1: ${p1.sessions.length} ${p1.nextCursor}`);
+    const p2 = await ctx.request(acp.methods.agent.session.list, { cwd: ws, cursor: p1.nextCursor });
+    const all = [...p1.sessions, ...p2.sessions].map((s) => s.sessionId);
+    check(p2.sessions.length === 5 && !p2.nextCursor, `page 2: ${p2.sessions.length} ${p2.nextCursor}`);
+    check(new Set(all).size === 55 && all.every((x) => ids.has(x)), "paging lost or repeated sessions");
+    check(p1.sessions.every((s) => s.cwd === ws), "cwd filter");
+    const other = await ctx.request(acp.methods.agent.session.list, { cwd: "/nonexistent-dir" });
+    check(other.sessions.length === 0, "cwd filter for another directory");
+  },
+
+  async permission(ctx, { state }) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    state.answers.push("allow", "reject", "allow_always");
+    for (let i = 0; i < 4; i++) await prompt(ctx, id, `write ${i}`);
+    check(state.asked.length === 3, `asked ${state.asked.length} times`);
+    const a = state.asked[0];
+    check(a && a.toolCall.title.startsWith("file_write ") && a.options.length === 4, `request ${JSON.stringify(a)}`);
+    check(a?.options.map((o) => o.kind).join() === "allow_once,allow_always,reject_once,reject_always", "option kinds");
+    check(a?.options[1].name === "Always allow any file_write", "sticky option names the tool");
+    check(JSON.stringify(a?.toolCall.content ?? "").includes("```json"), "fenced json");
+    const exist = [0, 1, 2, 3].map((i) => existsSync(join(ws, `f${i}.txt`)));
+    check(JSON.stringify(exist) === "[true,false,true,true]", `files written: ${JSON.stringify(exist)}`);
+    const statuses = of(state, id, "tool_call_update").filter((u) => u.status).map((u) => u.status);
+    check(JSON.stringify(statuses) === '["completed","failed","completed","completed"]', `statuses ${JSON.stringify(statuses)}`);
+  },
+
+  async terminal(ctx, { state }) {
+    await init(ctx, { _meta: { terminal_output: true } });
+    const { sessionId: id } = await newSession(ctx);
+    await prompt(ctx, id, "run it");
+    const call = of(state, id, "tool_call")[0];
+    check(call?.kind === "execute" && call.title === "printf 'hi\\n'; sleep 0.4; printf 'there\\n'", `title ${JSON.stringify(call?.title)}`);
+    check(call?._meta?.terminal_info?.terminal_id === call?.toolCallId && call.content?.[0]?.type === "terminal", `terminal_info ${JSON.stringify(call)}`);
+    const ups = of(state, id, "tool_call_update").filter((u) => u.toolCallId === call.toolCallId);
+    const data = ups.map((u) => u._meta?.terminal_output?.data ?? "").join("");
+    check(data.includes("hi") && data.includes("there"), `terminal output ${JSON.stringify(data)}`);
+    const exit = ups.find((u) => u._meta?.terminal_exit);
+    check(exit?._meta.terminal_exit.exit_code === 0 && exit.status === "completed", `terminal_exit ${JSON.stringify(exit)}`);
+    check(ups.every((u) => !(u.content ?? []).some((c) => c.type === "terminal")), "terminal content repeated on an update");
+  },
+
+  async console(ctx, { state }) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    await prompt(ctx, id, "run it");
+    const call = of(state, id, "tool_call")[0];
+    check(call && !call._meta?.terminal_info, "no terminal without the capability");
+    const done = of(state, id, "tool_call_update").find((u) => u.status === "completed");
+    const text = done?.content?.[0]?.content?.text ?? "";
+    check(text.startsWith("```console\n") && text.includes("hi") && text.includes("there"), `console block ${JSON.stringify(text)}`);
+  },
+
+  async fs(ctx, { state }) {
+    mkdirSync(join(ws, "proj"), { recursive: true });
+    writeFileSync(join(ws, "proj/a.txt"), "disk\n");
+    writeFileSync(join(ws, "other.txt"), "disk\n");
+    state.buffers.set(join(ws, "proj/a.txt"), "buffer\n");
+    await init(ctx, { fs: { readTextFile: true, writeTextFile: true } });
+    const { sessionId: id } = await newSession(ctx);
+    await prompt(ctx, id, "edit the buffer");
+    if (state.reads.length === 0) { fail("SKIP: file tools are not routed through fs/* (cli does not pass host.Env.Files to fstool)"); return; }
+    check(state.buffers.get(join(ws, "proj/a.txt")) === "edited\n", `buffer ${JSON.stringify(state.buffers.get(join(ws, "proj/a.txt")))}`);
+    check(readFileSync(join(ws, "proj/a.txt"), "utf8") === "disk\n", "the edit went to disk instead of the buffer");
+    const diff = of(state, id, "tool_call_update").flatMap((u) => u.content ?? []).find((c) => c.type === "diff");
+    check(diff && diff.oldText === "buffer\n" && diff.newText === "edited\n" && diff.path === join(ws, "proj/a.txt"), `diff ${JSON.stringify(diff)}`);
+    await prompt(ctx, id, "edit the other file");
+    check(readFileSync(join(ws, "other.txt"), "utf8") === "changed\n", "ResourceNotFound did not fall back to the disk");
+    const last = of(state, id, "tool_call_update").filter((u) => u.status === "completed").pop();
+    check(JSON.stringify(last?.rawOutput ?? "").includes("disk"), `fallback not disclosed: ${JSON.stringify(last?.rawOutput)}`);
+  },
+
+  async plan(ctx, { state }) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    await prompt(ctx, id, "plan it");
+    const plans = of(state, id, "plan");
+    check(plans.length >= 2, `plan updates: ${plans.length}`);
+    check(plans[0]?.entries?.[0]?.content === "Write the tests" && plans[0].entries[0].status === "in_progress", `first plan ${JSON.stringify(plans[0])}`);
+    const last = plans[plans.length - 1]?.entries ?? [];
+    check(last.length === 0 || last[0].status === "completed", `last plan ${JSON.stringify(plans[plans.length - 1])}`);
+  },
+
+  async cancel(ctx, { state }) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    let started;
+    const running = new Promise((r) => { started = r; });
+    state.onCall = started;
+    const p = prompt(ctx, id, "sleep");
+    await running;
+    await ctx.notify(acp.methods.agent.session.cancel, { sessionId: id });
+    const r = await p;
+    check(r.stopReason === "cancelled", `mid-turn cancel: ${r.stopReason}`);
+    // A cancel sent straight after the prompt.
+    const p2 = prompt(ctx, id, "sleep again");
+    await ctx.notify(acp.methods.agent.session.cancel, { sessionId: id });
+    const r2 = await p2;
+    check(r2.stopReason === "cancelled", `cancel right after the prompt: ${r2.stopReason}`);
+    // Cancelling while idle leaves the next prompt alone (a local command:
+    // whether the cancelled prompt reached the model is a race).
+    await ctx.notify(acp.methods.agent.session.cancel, { sessionId: id });
+    const r3 = await prompt(ctx, id, "/status");
+    check(r3.stopReason === "end_turn", `after the cancels: ${r3.stopReason}`);
+  },
+
+  async setmode(ctx, { state, client }) {
+    await init(ctx, { fs: { readTextFile: true, writeTextFile: true } });
+    const { sessionId: id } = await newSession(ctx);
+    state.buffers.set(join(ws, "in.txt"), "input\n");
+    client.onRead = async (_params, agent) => {
+      // The turn is in flight: set_mode applies to its next call; a
+      // profile switch is refused.
+      await agent.request(acp.methods.agent.session.setMode, { sessionId: id, modeId: "workspace" });
+      await expectError(agent.request(acp.methods.agent.session.setConfigOption, { sessionId: id, configId: "profile", value: "second" }), -32602, "profile switch mid-turn");
+      client.onRead = null;
+    };
+    const r = await prompt(ctx, id, "read then write");
+    check(r.stopReason === "end_turn", "setmode turn");
+    if (state.reads.length === 0) { fail("SKIP: file tools are not routed through fs/* (cli does not pass host.Env.Files to fstool)"); return; }
+    const statuses = of(state, id, "tool_call_update").filter((u) => u.status).map((u) => u.status);
+    check(JSON.stringify(statuses) === '["completed","completed"]', `the write after set_mode: ${JSON.stringify(statuses)}`);
+    check(state.asked.length === 0, "asked for a call the new mode allows");
+  },
+};
+
+// ---- run ------------------------------------------------------------------
+const fn = scenarios[scenario];
+if (!fn) { console.error(`unknown scenario ${scenario}`); process.exit(2); }
+const agent = startAgent(JSON.parse(process.env.MEKA_ARGS ?? "[]"));
+const clientOpts = {};
+const { app, state } = makeClient({
+  get answers() { return []; },
+  onRead: (p, a) => clientOpts.onRead?.(p, a),
+  served: scenario === "fs" ? (p) => p.startsWith(join(ws, "proj") + "/") : null,
+  onUpdate: (u) => { if (u.update.sessionUpdate === "tool_call") state.onCall?.(); },
+});
+try {
+  await app.connectWith(agent.stream, (ctx) => fn(ctx, { state, client: clientOpts }));
+} catch (e) {
+  fail(`scenario threw: ${e?.stack ?? e}`);
+}
+agent.child.stdin.end();
+const code = await new Promise((r) => agent.child.on("exit", (c) => r(c)));
+if (!/ACP client connected: meka-e2e 1\.0\.0/.test(agent.stderr())) fail("no 'ACP client connected' log line on stderr");
+if (code !== 0) fail(`meka exited ${code}: ${agent.stderr().slice(-2000)}`);
+process.stdout.write(JSON.stringify({ scenario, failures, validated, stderr: agent.stderr().slice(-4000), transcript }) + "\n");
