@@ -17,47 +17,32 @@ import (
 // lateAfter is how late a one-shot must be before its turn is told so.
 const lateAfter = time.Minute
 
-// occurrence handles one due job this host may take, and reports whether
-// a turn was delivered. An error is an infrastructure failure worth
-// logging; decisions about the job are logged here.
+// occurrence handles one due job this host has claimed, and reports
+// whether a turn was delivered. An error is an infrastructure failure
+// worth logging; decisions about the job are logged here.
 func (s *Scheduler) occurrence(ctx context.Context, j Job, now time.Time, res *SweepResult) (bool, error) {
 	log := s.log.With("job", ShortID(j.ID), "session_id", j.SessionID)
+	// Earlier turns of this sweep may have taken a while: look again at
+	// whether the job may run, and keep the lease fresh.
 	level, ok := s.opts.Firer.Level(j.SessionID)
-	if !ok {
-		res.Skipped++
+	if !ok || !s.opts.Firer.Holds(j.SessionID) {
+		res.Returned++
+		s.release(j)
 		return false, nil
 	}
-	if reason := s.withheldNow(j, level); reason != "" {
+	if s.withhold(j, level) {
 		res.Withheld++
-		if s.noteWithheld(j.ID, reason) {
-			log.Warn("job withheld: NOT FIRING", "reason", reason)
-		}
 		if !j.Recurring() {
-			// A withheld one-shot was never evaluated: it is kept, and
-			// fires (or ages past its grace) once restored.
+			s.release(j)
 			return false, nil
 		}
-		// A recurring one declines the occurrence: it is spent.
 		return false, s.spend(ctx, j, now, nil)
 	}
-	if s.noteWithheld(j.ID, "") {
-		log.Info("job restored: it can fire again")
+	if s.opts.Now().After(j.LeaseUntil.Add(-s.opts.ClaimLease / 2)) {
+		if !s.renew(ctx, j, res) {
+			return false, nil
+		}
 	}
-
-	claimed, outcome, err := s.opts.Store.Claim(ctx, s.lease(j, now))
-	if err != nil {
-		return false, err
-	}
-	switch outcome {
-	case ClaimLost:
-		res.Lost++
-		return false, nil
-	case ClaimParked:
-		res.Parked++
-		log.Warn("job parked", "reason", claimed.Held)
-		return false, nil
-	}
-	j = claimed
 
 	late := now.Sub(j.NextAt)
 	if !j.Recurring() && late > s.opts.MissedGrace {
@@ -112,15 +97,10 @@ func (s *Scheduler) occurrence(ctx context.Context, j Job, now time.Time, res *S
 		_, rerr := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
 		return false, errors.Join(err, rerr)
 	}
-	// The gate may have taken a while: make sure the job is still ours
-	// (a cancel meanwhile wins) and give the turn a whole lease.
-	if ok, err := s.opts.Store.Renew(ctx, j.ID, s.opts.Owner, s.opts.Now().Add(s.opts.ClaimLease)); err != nil || !ok {
-		if err == nil {
-			res.Lost++
-			s.forget(j.ID)
-			log.Info("job canceled or taken over before its turn; not fired")
-		}
-		return false, err
+	// A gate may have taken a while: make sure the job is still ours (a
+	// cancel meanwhile wins) and give the turn a whole lease.
+	if gate != nil && !s.renew(ctx, j, res) {
+		return false, nil
 	}
 	msg := s.message(j, now, missed, capped, gate, p)
 	delivered, err := s.fire(ctx, j, msg)
@@ -177,16 +157,9 @@ func (s *Scheduler) evaluate(ctx context.Context, j Job) (*Gate, probe, verdict,
 	return g, p, v, nil
 }
 
-// spend moves a recurring job past a declined occurrence, claiming it
-// first when the caller has not.
+// spend moves a recurring job this host has claimed past a declined
+// occurrence.
 func (s *Scheduler) spend(ctx context.Context, j Job, now time.Time, baseline *string) error {
-	if j.LeaseOwner != s.opts.Owner {
-		claimed, outcome, err := s.opts.Store.Claim(ctx, s.lease(j, now))
-		if err != nil || outcome != Claimed {
-			return err
-		}
-		j = claimed
-	}
 	next, _, _, err := s.following(j, now)
 	if err != nil {
 		_, rerr := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
@@ -194,6 +167,23 @@ func (s *Scheduler) spend(ctx context.Context, j Job, now time.Time, baseline *s
 	}
 	_, err = s.opts.Store.Advance(context.WithoutCancel(ctx), j.ID, s.opts.Owner, Advance{NextAt: next, Baseline: baseline})
 	return err
+}
+
+// renew extends this host's lease on j to a whole ClaimLease from now,
+// and reports whether the job is still ours: canceled or taken over, it
+// is not, and is left alone.
+func (s *Scheduler) renew(ctx context.Context, j Job, res *SweepResult) bool {
+	ok, err := s.opts.Store.Renew(ctx, j.ID, s.opts.Owner, s.opts.Now().Add(s.opts.ClaimLease))
+	if err != nil {
+		s.log.Warn("renew job lease", "job", ShortID(j.ID), "err", err)
+		return false
+	}
+	if !ok {
+		res.Lost++
+		s.forget(j.ID)
+		s.log.Info("job canceled or taken over before its turn; not fired", "job", ShortID(j.ID))
+	}
+	return ok
 }
 
 // release hands an occurrence back.

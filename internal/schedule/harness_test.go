@@ -66,16 +66,9 @@ func (a store) Due(ctx context.Context, now time.Time, n int) ([]schedule.Job, e
 	r, err := a.s.Due(ctx, now, n)
 	return jobs(r), err
 }
-func (a store) Claim(ctx context.Context, c schedule.Claim) (schedule.Job, schedule.ClaimOutcome, error) {
-	r, o, err := a.s.Claim(ctx, sqlite.Claim(c))
-	out := schedule.ClaimLost
-	switch o {
-	case sqlite.Claimed:
-		out = schedule.Claimed
-	case sqlite.ClaimParked:
-		out = schedule.ClaimParked
-	}
-	return schedule.Job(r), out, err
+func (a store) Claim(ctx context.Context, c schedule.Claim) ([]schedule.Job, error) {
+	r, err := a.s.Claim(ctx, sqlite.Claim(c))
+	return jobs(r), err
 }
 func (a store) Advance(ctx context.Context, id, owner string, adv schedule.Advance) (bool, error) {
 	return a.s.Advance(ctx, id, owner, sqlite.Advance(adv))

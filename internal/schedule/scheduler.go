@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"meka.dev/meka/permission"
 )
 
 // Defaults for Options, as [schedule] documents them.
@@ -190,11 +192,12 @@ type SweepResult struct {
 	Returned int // handed back undelivered
 }
 
-// Sweep runs the occurrences due at now that this host may take: each is
-// claimed, its gate evaluated, and its turn fired, most overdue first and
-// at most MaxConsecutiveFires turns per session; the rest wait for the
-// next sweep with their occurrence and baseline intact. Sweeps do not
-// overlap: a second call waits for the first.
+// Sweep runs the occurrences due at now that this host may take, most
+// overdue first: it claims them all in one conditional write, then for
+// each evaluates its gate and fires its turn. At most MaxConsecutiveFires
+// of one session's jobs are taken per sweep; the rest wait for the next
+// with their occurrence and baseline intact and run no gate. Sweeps do
+// not overlap: a second call waits for the first.
 func (s *Scheduler) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 	var res SweepResult
 	if s.opts.Firer == nil {
@@ -207,35 +210,100 @@ func (s *Scheduler) Sweep(ctx context.Context, now time.Time) (SweepResult, erro
 		return res, fmt.Errorf("sweep: %w", err)
 	}
 	res.Due = len(due)
-	fired := make(map[string]int)
-	var errs []error
+
+	// Decide what to take before writing anything: jobs of sessions this
+	// host does not hold are left alone, a withheld one-shot is kept
+	// as it is, and each session gets its batch.
+	type pick struct {
+		j        Job
+		withheld bool // a recurring occurrence to spend unfired
+	}
+	var picks []pick
+	taken := make(map[string]int)
 	for _, j := range due {
-		if ctx.Err() != nil {
-			break
-		}
 		if !s.opts.Firer.Holds(j.SessionID) {
 			res.Skipped++
 			continue
 		}
-		if fired[j.SessionID] >= s.opts.MaxConsecutiveFires {
+		level, ok := s.opts.Firer.Level(j.SessionID)
+		if !ok {
+			res.Skipped++
+			continue
+		}
+		if s.withhold(j, level) {
+			res.Withheld++
+			if j.Recurring() {
+				picks = append(picks, pick{j, true})
+			}
+			continue
+		}
+		if taken[j.SessionID] >= s.opts.MaxConsecutiveFires {
 			res.HeldOver++
 			continue
 		}
-		ok, err := s.occurrence(ctx, j, now, &res)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if ok {
-			fired[j.SessionID]++
+		taken[j.SessionID]++
+		picks = append(picks, pick{j, false})
+	}
+	if len(picks) == 0 {
+		return res, nil
+	}
+	ids := make([]string, len(picks))
+	for i, p := range picks {
+		ids[i] = p.j.ID
+	}
+	claimed, err := s.opts.Store.Claim(ctx, s.lease(ids, now))
+	if err != nil {
+		return res, fmt.Errorf("sweep: %w", err)
+	}
+	got := make(map[string]Job, len(claimed))
+	for _, j := range claimed {
+		got[j.ID] = j
+	}
+
+	var errs []error
+	for _, p := range picks {
+		j, ok := got[p.j.ID]
+		switch {
+		case !ok:
+			res.Lost++
+		case j.Held != "":
+			res.Parked++
+			s.log.Warn("job parked", "job", ShortID(j.ID), "session_id", j.SessionID, "reason", j.Held)
+		case ctx.Err() != nil:
+			// Stopping: hand back what this sweep has not reached.
+			res.Returned++
+			s.release(j)
+		case p.withheld:
+			// A withheld recurring job declines its occurrence: spent.
+			if err := s.spend(ctx, j, now, nil); err != nil {
+				errs = append(errs, err)
+			}
+		default:
+			if _, err := s.occurrence(ctx, j, now, &res); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return res, errors.Join(errs...)
 }
 
-// lease returns the claim on j's occurrence at now.
-func (s *Scheduler) lease(j Job, now time.Time) Claim {
+// withhold decides whether j cannot fire at level, and logs a change.
+func (s *Scheduler) withhold(j Job, level permission.Level) bool {
+	reason := s.withheldNow(j, level)
+	if s.noteWithheld(j.ID, reason) {
+		if reason != "" {
+			s.log.Warn("job withheld: NOT FIRING", "job", ShortID(j.ID), "session_id", j.SessionID, "reason", reason)
+		} else {
+			s.log.Info("job restored: it can fire again", "job", ShortID(j.ID), "session_id", j.SessionID)
+		}
+	}
+	return reason != ""
+}
+
+// lease is the claim on ids' occurrences at now.
+func (s *Scheduler) lease(ids []string, now time.Time) Claim {
 	return Claim{
-		ID: j.ID, Owner: s.opts.Owner, Now: now, Until: now.Add(s.opts.ClaimLease),
+		IDs: ids, Owner: s.opts.Owner, Now: now, Until: now.Add(s.opts.ClaimLease),
 		MaxFailed: MaxFailedClaims,
 		Held: fmt.Sprintf("its last %d claims ended in neither a delivered turn nor a handback (a host died mid-delivery, or a one-shot's gate could not be evaluated); cancel it or create it again",
 			MaxFailedClaims),

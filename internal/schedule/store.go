@@ -36,8 +36,11 @@ type Store interface {
 	// Due returns up to limit unparked jobs due at now that no unexpired
 	// lease holds, most overdue first.
 	Due(ctx context.Context, now time.Time, limit int) ([]Job, error)
-	// Claim takes the lease on a due occurrence (see Claim).
-	Claim(ctx context.Context, c Claim) (Job, ClaimOutcome, error)
+	// Claim takes the leases on due occurrences (see Claim) and returns
+	// the jobs it wrote: those claimed, with LeaseOwner set to c.Owner,
+	// and those it parked, with Held set. Jobs it did not get are left
+	// out.
+	Claim(ctx context.Context, c Claim) ([]Job, error)
 	// Advance moves a job owner holds to its next occurrence and ends the
 	// lease; Release ends the lease with nothing else changed; Retire
 	// deletes a one-shot owner holds. Each reports whether owner still
@@ -53,29 +56,18 @@ type Store interface {
 	Delete(ctx context.Context, id string) (bool, error)
 }
 
-// Claim asks for the lease on a job's due occurrence. It succeeds only
-// while the occurrence is due at Now and no unexpired lease holds it. A
-// lease found expired is a claim that ended in neither delivery nor
-// handback: it is counted, and at MaxFailed the job is parked with Held
-// as the reason instead of being claimed.
+// Claim asks for the leases on due occurrences. A job is claimed only
+// while its occurrence is due at Now and no unexpired lease holds it, by
+// a conditional write per job. A lease found expired is a claim that
+// ended in neither delivery nor handback: it is counted, and at MaxFailed
+// the job is parked with Held as the reason instead of being claimed.
 type Claim struct {
-	ID, Owner  string
+	IDs        []string
+	Owner      string
 	Now, Until time.Time
 	MaxFailed  int
 	Held       string
 }
-
-// ClaimOutcome is how a claim ended.
-type ClaimOutcome int
-
-const (
-	// ClaimLost: not due, leased by another host, parked, or gone.
-	ClaimLost ClaimOutcome = iota
-	// Claimed: the lease is the caller's.
-	Claimed
-	// ClaimParked: the job's last claims all failed; it is parked now.
-	ClaimParked
-)
 
 // Advance is what ends a delivered or spent occurrence.
 type Advance struct {
