@@ -1,0 +1,297 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+)
+
+// encoded is a row's entry as stored.
+type encoded struct {
+	kind    string
+	payload string
+}
+
+// Append writes rows in one transaction: their sequence numbers continue
+// from the session's last row, every row gets the time of the append, the
+// session's updated_at moves to it, and a session without a title takes
+// the words of the first message a person typed (see titleOf).
+func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.Row) ([]session.Row, error) {
+	db := s.db
+	if err := db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("append rows: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, s.mustExist(ctx, "append rows to", sessionID)
+	}
+	// Encode before the transaction, which holds the file's write lock.
+	enc := make([]encoded, len(rows))
+	var title string
+	for i, r := range rows {
+		if r.Entry == nil {
+			return nil, fmt.Errorf("append rows to %s: row %d has no entry", sessionID, i)
+		}
+		kind, payload, err := encodeEntry(r.Entry)
+		if err != nil {
+			return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
+		}
+		enc[i] = encoded{kind, string(payload)}
+		if title == "" {
+			title = titleOf(r.Entry)
+		}
+	}
+
+	now := db.now()
+	tx, err := db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
+	}
+	defer tx.Rollback()
+	var current string
+	var last int64
+	err = tx.StmtContext(ctx, db.stmts.touch).QueryRowContext(ctx, toMicro(now), sessionID).Scan(&current, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("append rows to %s: %w", sessionID, session.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
+	}
+	out := make([]session.Row, len(rows))
+	args := make([]any, 0, 6*min(len(rows), insertBatch))
+	for lo := 0; lo < len(rows); lo += insertBatch {
+		hi := min(lo+insertBatch, len(rows))
+		args = args[:0]
+		for i := lo; i < hi; i++ {
+			seq := last + 1 + int64(i)
+			args = append(args, sessionID, seq, rows[i].Turn, enc[i].kind, enc[i].payload, toMicro(now))
+			out[i] = session.Row{Seq: seq, Turn: rows[i].Turn, Time: now, Entry: rows[i].Entry}
+		}
+		if _, err := tx.StmtContext(ctx, db.stmts.insertRows[hi-lo-1]).ExecContext(ctx, args...); err != nil {
+			return nil, fmt.Errorf("append rows to %s: seq %d: %w", sessionID, last+1+int64(lo), err)
+		}
+	}
+	if current == "" && title != "" {
+		if _, err := tx.StmtContext(ctx, db.stmts.setTitle).ExecContext(ctx, title, sessionID); err != nil {
+			return nil, fmt.Errorf("append rows to %s: set title: %w", sessionID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// titleOf returns the title a user message gives a session, "" for any
+// other entry. It reads as the host titles a session: a person's words
+// (not a job's prompt, a task report or a reminder), with attachments as
+// @name and whitespace collapsed.
+func titleOf(e session.Entry) string {
+	var u session.UserMessage
+	switch v := e.(type) {
+	case session.UserMessage:
+		u = v
+	case *session.UserMessage:
+		u = *v
+	default:
+		return ""
+	}
+	if u.Source != session.SourceUser {
+		return ""
+	}
+	var words []string
+	for _, p := range u.Parts {
+		switch p := p.(type) {
+		case model.Text:
+			words = append(words, p.Text)
+		case model.Resource:
+			words = append(words, "@"+p.Name)
+		}
+	}
+	return session.Title(strings.Join(strings.Fields(strings.Join(words, " ")), " "))
+}
+
+// Rows returns a session's rows with Seq >= from, in order.
+func (s *Sessions) Rows(ctx context.Context, sessionID string, from int64) ([]session.Row, error) {
+	db := s.db
+	if err := db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("read rows: %w", err)
+	}
+	rs, err := db.stmts.rowsFrom.QueryContext(ctx, sessionID, from)
+	if err != nil {
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+	}
+	out, err := scanRows(rs)
+	if err != nil {
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+	}
+	if len(out) == 0 {
+		return nil, s.mustExist(ctx, "read rows of", sessionID)
+	}
+	return out, nil
+}
+
+// Tail returns the last n rows of a session, in order.
+func (s *Sessions) Tail(ctx context.Context, sessionID string, n int) ([]session.Row, error) {
+	db := s.db
+	if err := db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("read rows: %w", err)
+	}
+	if n <= 0 {
+		return nil, s.mustExist(ctx, "read rows of", sessionID)
+	}
+	rs, err := db.stmts.tail.QueryContext(ctx, sessionID, n)
+	if err != nil {
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+	}
+	out, err := scanRows(rs)
+	if err != nil {
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+	}
+	if len(out) == 0 {
+		return nil, s.mustExist(ctx, "read rows of", sessionID)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// mustExist tells an empty session from a missing one.
+func (s *Sessions) mustExist(ctx context.Context, op, sessionID string) error {
+	var ok bool
+	if err := s.db.stmts.exists.QueryRowContext(ctx, sessionID).Scan(&ok); err != nil {
+		return fmt.Errorf("%s %s: %w", op, sessionID, err)
+	}
+	if !ok {
+		return fmt.Errorf("%s %s: %w", op, sessionID, session.ErrNotFound)
+	}
+	return nil
+}
+
+// scanRows reads and decodes (seq, turn, kind, payload, time) rows and
+// closes rs. Decoding is most of the cost of a long read, so full batches
+// are decoded on other CPUs while the next ones are read; a short read is
+// decoded in place.
+func scanRows(rs *sql.Rows) ([]session.Row, error) {
+	defer rs.Close()
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	var batches []*batch
+	cur := &batch{}
+	for rs.Next() {
+		var r session.Row
+		var kind string
+		var payload []byte
+		var at int64
+		if err := rs.Scan(&r.Seq, &r.Turn, &kind, &payload, &at); err != nil {
+			g.Wait()
+			return nil, err
+		}
+		r.Time = fromMicro(at)
+		cur.rows, cur.kinds, cur.payloads = append(cur.rows, r), append(cur.kinds, kind), append(cur.payloads, payload)
+		if len(cur.rows) == decodeBatch {
+			batches = append(batches, cur)
+			g.Go(cur.decode)
+			cur = &batch{}
+		}
+	}
+	err := rs.Err()
+	if err == nil && len(cur.rows) > 0 {
+		batches = append(batches, cur)
+		err = cur.decode()
+	}
+	if err := errors.Join(err, g.Wait()); err != nil {
+		return nil, err
+	}
+	if len(batches) == 1 {
+		return batches[0].rows, nil
+	}
+	out := make([]session.Row, 0, len(batches)*decodeBatch)
+	for _, b := range batches {
+		out = append(out, b.rows...)
+	}
+	return out, nil
+}
+
+// Fork copies a session and its rows through turn throughTurn (all rows
+// when throughTurn < 0) to a new top-level session with the same title,
+// directories, profile, project and permission. Rows keep their sequence
+// numbers and times, so a compaction's KeptFrom still points at its row.
+func (s *Sessions) Fork(ctx context.Context, sessionID string, throughTurn int64) (session.Meta, error) {
+	db := s.db
+	if err := db.checkOpen(); err != nil {
+		return session.Meta{}, fmt.Errorf("fork session: %w", err)
+	}
+	u, err := uuid.NewRandom()
+	if err != nil {
+		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
+	}
+	tx, err := db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
+	}
+	defer tx.Rollback()
+	m, err := scanMeta(tx.QueryRowContext(ctx, `SELECT `+metaColumns+` FROM sessions WHERE id = ?`, sessionID))
+	if err != nil {
+		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
+	}
+	dirs, err := encodeDirs(m.AdditionalDirs)
+	if err != nil {
+		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
+	}
+	m.ID, m.ParentID = u.String(), ""
+	m.CreatedAt = db.now()
+	m.UpdatedAt = m.CreatedAt
+	if _, err := tx.ExecContext(ctx, `
+INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, parent_id, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`,
+		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, toMicro(m.CreatedAt), toMicro(m.UpdatedAt)); err != nil {
+		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `
+INSERT INTO rows (session_id, seq, turn, kind, payload, time)
+SELECT ?1, seq, turn, kind, payload, time FROM rows
+WHERE session_id = ?2 AND (?3 < 0 OR turn <= ?3)
+ORDER BY seq`, m.ID, sessionID, throughTurn); err != nil {
+		return session.Meta{}, fmt.Errorf("fork session %s: copy rows: %w", sessionID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
+	}
+	return m, nil
+}
+
+// Rewind drops the rows of every turn after keepThroughTurn.
+func (s *Sessions) Rewind(ctx context.Context, sessionID string, keepThroughTurn int64) error {
+	db := s.db
+	if err := db.checkOpen(); err != nil {
+		return fmt.Errorf("rewind session: %w", err)
+	}
+	tx, err := db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("rewind session %s: %w", sessionID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, toMicro(db.now()), sessionID)
+	if err != nil {
+		return fmt.Errorf("rewind session %s: %w", sessionID, err)
+	}
+	if err := affected(res, "rewind session "+sessionID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM rows WHERE session_id = ? AND turn > ?`, sessionID, keepThroughTurn); err != nil {
+		return fmt.Errorf("rewind session %s: %w", sessionID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("rewind session %s: %w", sessionID, err)
+	}
+	return nil
+}
