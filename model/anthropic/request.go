@@ -1,0 +1,239 @@
+package anthropic
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/anthropics/anthropic-sdk-go"
+
+	"meka.dev/meka/model"
+)
+
+// ErrBadRequest reports a model.Request that cannot be put on the wire,
+// such as a tool result outside a tool message.
+var ErrBadRequest = errors.New("bad request")
+
+// params translates req to the wire.
+func (c *Client) params(req *model.Request) (anthropic.MessageNewParams, error) {
+	p := anthropic.MessageNewParams{Model: anthropic.Model(c.opts.Model)}
+	maxTokens := cmp.Or(req.MaxOutputTokens, c.opts.MaxOutputTokens, DefaultMaxOutputTokens)
+	if b := c.opts.ThinkingBudget; b > 0 {
+		p.Thinking.OfEnabled = &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(b)}
+		// The budget counts against max_tokens and must stay below it.
+		maxTokens = max(maxTokens, b+DefaultMaxOutputTokens)
+	}
+	p.MaxTokens = int64(maxTokens)
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System}}
+	}
+	for i, m := range req.Messages {
+		role, blocks, err := message(m, req.Vision)
+		if err != nil {
+			return p, fmt.Errorf("build anthropic request: message %d: %w", i, err)
+		}
+		if len(blocks) == 0 {
+			continue // say, an assistant message that only held another provider's thinking
+		}
+		// Tool results and the user's next words are one user turn.
+		if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == role {
+			p.Messages[n-1].Content = append(p.Messages[n-1].Content, blocks...)
+			continue
+		}
+		p.Messages = append(p.Messages, anthropic.MessageParam{Role: role, Content: blocks})
+	}
+	for _, t := range req.Tools {
+		tool, err := toolParam(t)
+		if err != nil {
+			return p, fmt.Errorf("build anthropic request: %w", err)
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tool})
+	}
+	markCache(&p)
+	return p, nil
+}
+
+// markCache sets prompt-cache breakpoints where an agent's requests stop
+// sharing a prefix: after the system prompt (which follows the tools) and
+// after the last message, so the next request reads this one's prefix.
+func markCache(p *anthropic.MessageNewParams) {
+	switch {
+	case len(p.System) > 0:
+		p.System[len(p.System)-1].CacheControl = anthropic.NewCacheControlEphemeralParam()
+	case len(p.Tools) > 0:
+		if cc := p.Tools[len(p.Tools)-1].GetCacheControl(); cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+		}
+	}
+	if len(p.Messages) == 0 {
+		return
+	}
+	blocks := p.Messages[len(p.Messages)-1].Content
+	for i := len(blocks) - 1; i >= 0; i-- {
+		// Thinking blocks cannot carry a breakpoint.
+		if cc := blocks[i].GetCacheControl(); cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+			return
+		}
+	}
+}
+
+func toolParam(t model.ToolSpec) (*anthropic.ToolParam, error) {
+	tool := &anthropic.ToolParam{Name: t.Name}
+	if t.Description != "" {
+		tool.Description = anthropic.String(t.Description)
+	}
+	schema := map[string]any{}
+	if len(t.Parameters) > 0 {
+		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+			return nil, fmt.Errorf("tool %s: decode parameters: %w", t.Name, err)
+		}
+	}
+	tool.InputSchema.Properties = schema["properties"]
+	if tool.InputSchema.Properties == nil {
+		tool.InputSchema.Properties = map[string]any{}
+	}
+	if req, ok := schema["required"].([]any); ok {
+		for _, r := range req {
+			if s, ok := r.(string); ok {
+				tool.InputSchema.Required = append(tool.InputSchema.Required, s)
+			}
+		}
+	}
+	for k, v := range schema {
+		switch k {
+		case "type", "properties", "required":
+		default:
+			if tool.InputSchema.ExtraFields == nil {
+				tool.InputSchema.ExtraFields = map[string]any{}
+			}
+			tool.InputSchema.ExtraFields[k] = v
+		}
+	}
+	return tool, nil
+}
+
+func message(m model.Message, vision bool) (anthropic.MessageParamRole, []anthropic.ContentBlockParamUnion, error) {
+	switch m.Role {
+	case model.RoleUser:
+		b, err := userBlocks(m.Parts, vision)
+		return anthropic.MessageParamRoleUser, b, err
+	case model.RoleAssistant:
+		b, err := assistantBlocks(m.Parts)
+		return anthropic.MessageParamRoleAssistant, b, err
+	case model.RoleTool:
+		b, err := resultBlocks(m.Parts, vision)
+		return anthropic.MessageParamRoleUser, b, err
+	}
+	return "", nil, fmt.Errorf("%w: unknown role %q", ErrBadRequest, m.Role)
+}
+
+// text is a text block, or none for empty text, which the API refuses.
+func text(s string) []anthropic.ContentBlockParamUnion {
+	if s == "" {
+		return nil
+	}
+	return []anthropic.ContentBlockParamUnion{anthropic.NewTextBlock(s)}
+}
+
+func image(img model.Image, vision bool) anthropic.ContentBlockParamUnion {
+	if !vision {
+		return anthropic.NewTextBlock(img.Placeholder())
+	}
+	return anthropic.NewImageBlockBase64(img.MediaType, base64.StdEncoding.EncodeToString(img.Data))
+}
+
+func userBlocks(parts model.Parts, vision bool) ([]anthropic.ContentBlockParamUnion, error) {
+	var out []anthropic.ContentBlockParamUnion
+	for _, p := range parts {
+		switch p := p.(type) {
+		case model.Text:
+			out = append(out, text(p.Text)...)
+		case model.Resource:
+			out = append(out, text(p.PromptText())...)
+		case model.Image:
+			out = append(out, image(p, vision))
+		case model.Thinking:
+			// Never sent from a user message.
+		default:
+			return nil, fmt.Errorf("%w: a user message cannot carry a %T", ErrBadRequest, p)
+		}
+	}
+	return out, nil
+}
+
+func assistantBlocks(parts model.Parts) ([]anthropic.ContentBlockParamUnion, error) {
+	var out []anthropic.ContentBlockParamUnion
+	for _, p := range parts {
+		switch p := p.(type) {
+		case model.Thinking:
+			// Only Anthropic's own thinking goes back, and only as it was
+			// signed: the API checks the signature.
+			switch {
+			case p.Provider != Name:
+			case p.Redacted != "":
+				out = append(out, anthropic.NewRedactedThinkingBlock(p.Redacted))
+			case p.Signature != "":
+				out = append(out, anthropic.NewThinkingBlock(p.Signature, p.Text))
+			}
+		case model.Text:
+			out = append(out, text(p.Text)...)
+		case model.Resource:
+			out = append(out, text(p.PromptText())...)
+		case model.Image:
+			out = append(out, text(p.Placeholder())...)
+		case model.ToolCall:
+			out = append(out, anthropic.NewToolUseBlock(p.ID, toolInput(p.Arguments), p.Name))
+		default:
+			return nil, fmt.Errorf("%w: an assistant message cannot carry a %T", ErrBadRequest, p)
+		}
+	}
+	return out, nil
+}
+
+// toolInput is a call's arguments as the object the API requires; the
+// arguments of a malformed call (kept as a JSON string) become {}.
+func toolInput(args json.RawMessage) json.RawMessage {
+	a := model.ToolArguments(string(args))
+	if t := bytes.TrimSpace(a); len(t) == 0 || t[0] != '{' {
+		return json.RawMessage("{}")
+	}
+	return a
+}
+
+func resultBlocks(parts model.Parts, vision bool) ([]anthropic.ContentBlockParamUnion, error) {
+	var out []anthropic.ContentBlockParamUnion
+	for _, p := range parts {
+		r, ok := p.(model.ToolResult)
+		if !ok {
+			return nil, fmt.Errorf("%w: a tool message cannot carry a %T", ErrBadRequest, p)
+		}
+		block := anthropic.ToolResultBlockParam{ToolUseID: r.CallID}
+		if r.IsError {
+			block.IsError = anthropic.Bool(true)
+		}
+		for _, c := range r.Content {
+			var item anthropic.ToolResultBlockParamContentUnion
+			switch c := c.(type) {
+			case model.Text:
+				if c.Text == "" {
+					continue
+				}
+				item.OfText = &anthropic.TextBlockParam{Text: c.Text}
+			case model.Resource:
+				item.OfText = &anthropic.TextBlockParam{Text: c.PromptText()}
+			case model.Image:
+				b := image(c, vision)
+				item.OfText, item.OfImage = b.OfText, b.OfImage
+			default:
+				return nil, fmt.Errorf("%w: a tool result cannot carry a %T", ErrBadRequest, c)
+			}
+			block.Content = append(block.Content, item)
+		}
+		out = append(out, anthropic.ContentBlockParamUnion{OfToolResult: &block})
+	}
+	return out, nil
+}
