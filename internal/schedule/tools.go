@@ -320,16 +320,31 @@ func (t *listTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	return tool.Text(strings.TrimRight(b.String(), "\n")), nil
 }
 
-// Until says how far off t is from now: "in 12m", "due now", "3m overdue".
+// Until says roughly how far off t is from now, in its two largest
+// units: "in 12m", "in 24d 1h", "due now", "3m overdue".
 func Until(t, now time.Time, format func(time.Duration) string) string {
-	d := t.Sub(now).Truncate(time.Second)
+	d := t.Sub(now)
 	switch {
-	case d > 0:
-		return "in " + format(d)
+	case d >= time.Second:
+		return "in " + format(rough(d))
 	case d > -time.Second:
 		return "due now"
 	}
-	return format(-d) + " overdue"
+	return format(rough(-d)) + " overdue"
+}
+
+// rough truncates d to its two largest units of days, hours, minutes,
+// seconds.
+func rough(d time.Duration) time.Duration {
+	switch {
+	case d >= 24*time.Hour:
+		return d.Truncate(time.Hour)
+	case d >= time.Hour:
+		return d.Truncate(time.Minute)
+	case d >= time.Minute:
+		return d.Truncate(time.Minute)
+	}
+	return d.Truncate(time.Second)
 }
 
 type cancelTool struct{ s *Scheduler }

@@ -1,0 +1,309 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/config"
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/sandbox"
+	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/tool"
+)
+
+// scheduling is the scheduler as a host uses it: the schedule tools and
+// the [Scheduled] index in every session (extension), and, in a
+// long-lived host, the loop that fires jobs (start).
+//
+// Wiring, in the composition root:
+//
+//	sc, err := g.newScheduling(cfg, db)   // nil when [schedule] enabled = false
+//	host.Options{Extensions: append(extensions(cfg), sc.extension()...)}
+//	sc.attach(h)                          // once the host exists
+//	stop := sc.start(ctx)                 // meka acp, meka serve, the REPL
+//	defer stop()
+type scheduling struct {
+	sched *schedule.Scheduler
+	firer *hostFirer
+}
+
+// newScheduling builds the scheduler over db. It returns nil when
+// [schedule] enabled is false: the tools are hidden and nothing fires,
+// the jobs stay on disk.
+func (g *globals) newScheduling(cfg *config.Config, db *sqlite.DB) (*scheduling, error) {
+	sc := cfg.Schedule
+	if !sc.Enabled {
+		return nil, nil
+	}
+	f := &hostFirer{overrides: cfg.Tools.ToolPermissions}
+	loc := sc.Location
+	if loc == nil || sc.Timezone == "" {
+		loc = localZone(g.getenv)
+	}
+	scrub := keyVariables(cfg)
+	s, err := schedule.New(schedule.Options{
+		Store:               schedStore{db.Schedules()},
+		Firer:               f,
+		PollInterval:        sc.PollInterval,
+		MissedGrace:         sc.MissedGrace,
+		GateTimeout:         sc.GateTimeout,
+		ClaimLease:          sc.ClaimLease,
+		MaxJobs:             sc.MaxJobs,
+		MaxConsecutiveFires: sc.MaxConsecutiveFires,
+		Location:            loc,
+		ParseDuration:       config.ParseDuration,
+		FormatDuration:      config.FormatDuration,
+		Confined:            confined,
+		Command: func(ctx context.Context, dir, command string) (*exec.Cmd, error) {
+			// A command gate runs unconfined: only unrestricted authorises
+			// one. Its environment is scrubbed like the shell tool's.
+			return sandbox.Command(ctx, sandbox.Spec{
+				Args: []string{"sh", "-c", command}, Dir: dir,
+				Env: sandbox.ScrubEnv(os.Environ(), scrub), Mode: sandbox.Unrestricted,
+			})
+		},
+		Logger: g.logger(),
+	})
+	if err != nil {
+		return nil, usageError("[schedule]: %v", err)
+	}
+	return &scheduling{sched: s, firer: f}, nil
+}
+
+// extension adds the schedule tools and the [Scheduled] index to a
+// session; none when scheduling is off.
+func (sc *scheduling) extension() []host.ExtensionFunc {
+	if sc == nil {
+		return nil
+	}
+	return []host.ExtensionFunc{func(env host.Env) (host.Extension, error) {
+		return host.Extension{
+			Tools:        sc.sched.Tools(),
+			Contributors: []agent.RequestContributor{sc.sched.Contributor(env.SessionID, env.Level)},
+		}, nil
+	}}
+}
+
+// attach gives the scheduler the host whose sessions it fires.
+func (sc *scheduling) attach(h *host.Host) {
+	if sc != nil {
+		sc.firer.h.Store(h)
+	}
+}
+
+// start runs the scheduler loop until ctx ends or stop is called; stop
+// waits for the loop (and a turn it is delivering) to end.
+func (sc *scheduling) start(ctx context.Context) (stop func()) {
+	if sc == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc.sched.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// confined reports whether shell_execute can be confined here, which
+// admits it as a tool gate.
+var confined = sync.OnceValue(func() bool {
+	_, err := sandbox.Available(sandbox.ReadOnly)
+	return err == nil
+})
+
+// localZone is the host's zone under its IANA name, so that a job created
+// here reads the same on another machine: $TZ, else the /etc/localtime
+// link, else time.Local as it is.
+func localZone(getenv func(string) string) *time.Location {
+	if tz := strings.TrimPrefix(getenv("TZ"), ":"); tz != "" {
+		if loc, err := time.LoadLocation(tz); err == nil {
+			return loc
+		}
+	}
+	if target, err := os.Readlink("/etc/localtime"); err == nil {
+		if i := strings.LastIndex(target, "zoneinfo/"); i >= 0 {
+			if loc, err := time.LoadLocation(filepath.ToSlash(target[i+len("zoneinfo/"):])); err == nil {
+				return loc
+			}
+		}
+	}
+	return time.Local
+}
+
+// hostFirer fires jobs into the sessions a host holds open.
+type hostFirer struct {
+	h         atomic.Pointer[host.Host]
+	overrides map[string]permission.Level
+}
+
+var _ schedule.Firer = (*hostFirer)(nil)
+
+func (f *hostFirer) session(id string) (*host.Session, bool) {
+	h := f.h.Load()
+	if h == nil {
+		return nil, false
+	}
+	return h.Get(id)
+}
+
+func (f *hostFirer) Holds(id string) bool {
+	_, ok := f.session(id)
+	return ok
+}
+
+func (f *hostFirer) Level(id string) (permission.Level, bool) {
+	s, ok := f.session(id)
+	if !ok {
+		return permission.None, false
+	}
+	return s.Level(), true
+}
+
+func (f *hostFirer) Tool(id, name string) (tool.Tool, permission.Level, bool) {
+	s, ok := f.session(id)
+	if !ok {
+		return nil, 0, false
+	}
+	t, ok := s.Tools().Get(name)
+	if !ok {
+		return nil, 0, false
+	}
+	if l, ok := f.overrides[name]; ok {
+		return t, l, true
+	}
+	return t, t.Spec().Level, true
+}
+
+// withdrawer is what a session offers when it can take a failed turn's
+// prompt back out of its log.
+type withdrawer interface {
+	Withdraw(ctx context.Context, turn int64) error
+}
+
+func (f *hostFirer) Fire(ctx context.Context, id string, fr schedule.Firing) (bool, error) {
+	s, ok := f.session(id)
+	if !ok {
+		return false, fmt.Errorf("session %s is not open here: %w", id, schedule.ErrDeclined)
+	}
+	if s.Busy() {
+		return false, fmt.Errorf("session %s is running a turn: %w", id, schedule.ErrDeclined)
+	}
+	// The turn started (its input is in the log) when TurnStarted comes;
+	// a tool ran when a call started.
+	var started, toolRan atomic.Bool
+	unsubscribe := s.Subscribe(func(ev agent.Event) {
+		switch ev.(type) {
+		case agent.TurnStarted:
+			started.Store(true)
+		case agent.ToolCallStarted:
+			toolRan.Store(true)
+		}
+	})
+	res, err := s.Run(ctx, fr.Message)
+	unsubscribe()
+	if !started.Load() {
+		if err == nil || errors.Is(err, agent.ErrBusy) || errors.Is(err, host.ErrClosed) {
+			return false, fmt.Errorf("session %s: %w", id, schedule.ErrDeclined)
+		}
+		return false, err
+	}
+	if res.Stop == agent.StopFailed && fr.Withdraw && !toolRan.Load() {
+		if w, ok := any(s).(withdrawer); ok {
+			if werr := w.Withdraw(context.WithoutCancel(ctx), res.Turn); werr != nil {
+				err = errors.Join(err, fmt.Errorf("withdraw the prompt: %w", werr))
+			}
+		}
+	}
+	return true, err
+}
+
+// schedStore adapts the SQLite schedule store to schedule.Store: the two
+// packages sit side by side in the layering, so neither names the other's
+// types. Jobs convert field for field.
+type schedStore struct{ s *sqlite.Schedules }
+
+var _ schedule.Store = schedStore{}
+
+func schedErr(err error) error {
+	switch {
+	case errors.Is(err, sqlite.ErrJobNotFound):
+		return fmt.Errorf("%w: %w", schedule.ErrNotFound, err)
+	case errors.Is(err, sqlite.ErrJobAmbiguous):
+		return fmt.Errorf("%w: %w", schedule.ErrAmbiguous, err)
+	case errors.Is(err, sqlite.ErrTooManyJobs):
+		return fmt.Errorf("%w: %w", schedule.ErrTooManyJobs, err)
+	}
+	return err
+}
+
+func schedJobs(in []sqlite.Job) []schedule.Job {
+	out := make([]schedule.Job, len(in))
+	for i, j := range in {
+		out[i] = schedule.Job(j)
+	}
+	return out
+}
+
+func (a schedStore) Create(ctx context.Context, j schedule.Job, maxJobs int) (schedule.Job, error) {
+	r, err := a.s.Create(ctx, sqlite.Job(j), maxJobs)
+	return schedule.Job(r), schedErr(err)
+}
+
+func (a schedStore) Get(ctx context.Context, id string) (schedule.Job, error) {
+	r, err := a.s.Get(ctx, id)
+	return schedule.Job(r), schedErr(err)
+}
+
+func (a schedStore) WithPrefix(ctx context.Context, p string, n int) ([]schedule.Job, error) {
+	r, err := a.s.WithPrefix(ctx, p, n)
+	return schedJobs(r), err
+}
+
+func (a schedStore) List(ctx context.Context, sessionID string) ([]schedule.Job, error) {
+	r, err := a.s.List(ctx, sessionID)
+	return schedJobs(r), err
+}
+
+func (a schedStore) Due(ctx context.Context, now time.Time, n int) ([]schedule.Job, error) {
+	r, err := a.s.Due(ctx, now, n)
+	return schedJobs(r), err
+}
+
+func (a schedStore) Claim(ctx context.Context, c schedule.Claim) ([]schedule.Job, error) {
+	r, err := a.s.Claim(ctx, sqlite.Claim(c))
+	return schedJobs(r), err
+}
+
+func (a schedStore) Advance(ctx context.Context, id, owner string, adv schedule.Advance) (bool, error) {
+	return a.s.Advance(ctx, id, owner, sqlite.Advance(adv))
+}
+
+func (a schedStore) Renew(ctx context.Context, id, owner string, until time.Time) (bool, error) {
+	return a.s.Renew(ctx, id, owner, until)
+}
+
+func (a schedStore) Release(ctx context.Context, id, owner string) (bool, error) {
+	return a.s.Release(ctx, id, owner)
+}
+
+func (a schedStore) Retire(ctx context.Context, id, owner string) (bool, error) {
+	return a.s.Retire(ctx, id, owner)
+}
+
+func (a schedStore) Delete(ctx context.Context, id string) (bool, error) { return a.s.Delete(ctx, id) }
