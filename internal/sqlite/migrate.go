@@ -59,6 +59,7 @@ CREATE TABLE locks (
 	expires_at INTEGER NOT NULL
 ) STRICT;
 `},
+	{2, "schedule", scheduleSchema}, // schedule.go
 }
 
 // SchemaVersion is the version Open migrates a database to.
