@@ -1,0 +1,96 @@
+package tool_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"meka.dev/meka/permission"
+	"meka.dev/meka/tool"
+)
+
+type specTool struct{ spec tool.Spec }
+
+func (s specTool) Spec() tool.Spec { return s.spec }
+func (s specTool) Run(context.Context, tool.Call) (tool.Result, error) {
+	return tool.Text("ran"), nil
+}
+
+var writeTool = specTool{tool.Spec{Name: "file_write", Schema: json.RawMessage(`{"type":"object"}`), Level: permission.Workspace}}
+
+func TestGateLevels(t *testing.T) {
+	cases := []struct {
+		has     permission.Level
+		allowed bool
+		reason  string
+	}{
+		{permission.None, false, "level is none"},
+		{permission.Read, false, "needs the workspace permission level"},
+		{permission.Workspace, true, ""},
+		{permission.Unrestricted, true, ""},
+	}
+	for _, tc := range cases {
+		g := &tool.Gate{Level: func() permission.Level { return tc.has }}
+		v := g.Check(t.Context(), writeTool, tool.Call{})
+		if v.Allowed != tc.allowed || !strings.Contains(v.Reason, tc.reason) {
+			t.Errorf("at %s: %+v", tc.has, v)
+		}
+	}
+	g := &tool.Gate{Level: func() permission.Level { return permission.Read },
+		Overrides: map[string]permission.Level{"file_write": permission.Read}}
+	if v := g.Check(t.Context(), writeTool, tool.Call{}); !v.Allowed {
+		t.Errorf("override ignored: %+v", v)
+	}
+}
+
+func TestGateNoneRefusesEvenWithApprovals(t *testing.T) {
+	asked := false
+	g := &tool.Gate{Level: func() permission.Level { return permission.None }, Approvals: true,
+		Asker: permission.AskerFunc(func(context.Context, permission.Request) (permission.Decision, error) {
+			asked = true
+			return permission.Allow, nil
+		})}
+	if v := g.Check(t.Context(), writeTool, tool.Call{}); v.Allowed || asked {
+		t.Fatalf("verdict %+v asked %v", v, asked)
+	}
+}
+
+// An approval nobody answers is denied after 30 minutes, and the turn
+// goes on.
+func TestApprovalExpiryDenies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		g := &tool.Gate{Level: func() permission.Level { return permission.Read }, Approvals: true,
+			Asker: permission.AskerFunc(func(ctx context.Context, _ permission.Request) (permission.Decision, error) {
+				<-ctx.Done()
+				return permission.Allow, ctx.Err()
+			})}
+		v := g.Check(context.Background(), writeTool, tool.Call{Arguments: json.RawMessage(`{}`)})
+		if v.Allowed || !strings.Contains(v.Reason, "denied") {
+			t.Fatalf("verdict %+v", v)
+		}
+		if waited := time.Since(start); waited != tool.DefaultApprovalTimeout {
+			t.Fatalf("waited %v", waited)
+		}
+	})
+}
+
+func TestApprovalRequestCarriesTitleAndArguments(t *testing.T) {
+	var got permission.Request
+	g := &tool.Gate{Level: func() permission.Level { return permission.Read }, Approvals: true,
+		Asker: permission.AskerFunc(func(_ context.Context, r permission.Request) (permission.Decision, error) {
+			got = r
+			return permission.Allow, nil
+		})}
+	args := json.RawMessage(`{"path":"a.txt","content":"x"}`)
+	v := g.Check(t.Context(), writeTool, tool.Call{ID: "c1", SessionID: "s", Arguments: args})
+	if !v.Allowed || v.Level != permission.Workspace {
+		t.Fatalf("verdict %+v", v)
+	}
+	if got.Tool != "file_write" || got.Title != "file_write" || string(got.Arguments) != string(args) || got.CallID != "c1" {
+		t.Fatalf("request %+v", got)
+	}
+}
