@@ -409,3 +409,58 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// A recurring job's turn that fails before any tool ran leaves nothing in
+// the conversation; a one-shot's keeps its prompt.
+func TestFailedScheduledTurnWithdrawsRecurringPrompt(t *testing.T) {
+	f := newScheduleFixture(t)
+	g := &globals{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	sc, err := g.newScheduling(config.Default(), f.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := script.Round{Error: &script.Error{Status: 503, Body: "provider down"}}
+	prov := script.New(&script.Script{Rounds: []script.Round{down, down}})
+	h, err := host.New(host.Options{
+		Store:       f.db.Sessions(),
+		Profiles:    func(string) (host.Profile, error) { return host.Profile{Name: "test", Provider: prov}, nil },
+		Extensions:  sc.extension(),
+		Permissions: host.Permissions{Default: permission.Read},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	sc.attach(h)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, j := range []sqlite.Job{
+		{SessionID: s.ID(), Prompt: "recurring prompt", Kind: "every", Spec: "1h", Interval: time.Hour, NextAt: now.Add(-time.Minute), Level: "read"},
+		{SessionID: s.ID(), Prompt: "one-shot prompt", Kind: "once", NextAt: now, Level: "read"},
+	} {
+		f.job(j)
+	}
+	res, err := sc.sched.Sweep(t.Context(), now.Add(time.Second))
+	if err != nil || res.Fired != 2 {
+		t.Fatalf("sweep: %+v %v", res, err)
+	}
+	rows, err := f.db.Sessions().Rows(t.Context(), s.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompts []string
+	for _, r := range rows {
+		if u, ok := r.Entry.(session.UserMessage); ok {
+			prompts = append(prompts, u.Parts[0].(model.Text).Text)
+		}
+	}
+	if len(prompts) != 1 || prompts[0] != "one-shot prompt" {
+		t.Errorf("prompts left in the log: %q", prompts)
+	}
+	if left, _ := f.db.Schedules().List(t.Context(), s.ID()); len(left) != 1 || !left[0].NextAt.After(now) {
+		t.Errorf("jobs after the failed turns: %+v", left)
+	}
+}
