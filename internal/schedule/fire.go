@@ -77,11 +77,13 @@ func (s *Scheduler) occurrence(ctx context.Context, j Job, now time.Time, res *S
 		if s.noteGateOK(j.ID) {
 			log.Info("job's gate works again")
 		}
+		if p.exit != 0 && gate.When.Kind != WhenSucceeded {
+			// Only succeeded reads the exit status; for the rest a
+			// non-zero exit is often the quiet state (grep, diff -q).
+			log.Debug("gate command exited non-zero", "exit", p.exit, "fire", v.fire)
+		}
 		if !v.fire {
 			res.Declined++
-			if gate.Check.IsCommand() && gate.When.Kind != WhenSucceeded {
-				log.Debug("gate did not fire", "exit", p.exit)
-			}
 			if !j.Recurring() {
 				_, err := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
 				s.forget(j.ID)

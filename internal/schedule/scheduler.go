@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -308,13 +307,4 @@ func (s *Scheduler) lease(ids []string, now time.Time) Claim {
 		Held: fmt.Sprintf("its last %d claims ended in neither a delivered turn nor a handback (a host died mid-delivery, or a one-shot's gate could not be evaluated); cancel it or create it again",
 			MaxFailedClaims),
 	}
-}
-
-// shortList joins ids' short forms for messages.
-func shortList(ids []string) string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = ShortID(id)
-	}
-	return strings.Join(out, ", ")
 }
