@@ -16,6 +16,7 @@ import (
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/internal/tools/fstool"
+	"meka.dev/meka/model"
 	"meka.dev/meka/model/script"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -61,13 +62,16 @@ func gateTool(name string, level permission.Level, started chan<- struct{}, rele
 // harness is a meka acp server on pipes and a client on the other ends,
 // recording every session/update the client receives.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	client *jsonrpc.Conn
 	host   *host.Host
 	srv    *server
 	prov   *script.Provider
 	cwd    string
 	rawW   io.Writer // the server's input, for lines no client would send
+	// countOnly keeps updates undecoded, so a benchmark measures the
+	// server and not the test's client.
+	countOnly bool
 	cancel context.CancelFunc
 	done   chan error
 
@@ -89,9 +93,10 @@ type harnessOptions struct {
 	opts      Options
 	init      *InitializeRequest
 	window    int
+	provider  model.Provider // instead of a script of rounds
 }
 
-func newHarness(t *testing.T, o harnessOptions) *harness {
+func newHarness(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meka.db"), sqlite.Options{})
 	if err != nil {
@@ -106,6 +111,10 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, prov: script.New(sc), buffers: map[string]string{}, done: make(chan error, 1)}
+	var prov model.Provider = h.prov
+	if o.provider != nil {
+		prov = o.provider
+	}
 	cwd, err := host.Canonical(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -120,9 +129,9 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Profiles: func(name string) (host.Profile, error) {
 			switch name {
 			case "", "test":
-				return host.Profile{Name: "test", Provider: h.prov, ContextWindow: o.window, Vision: true}, nil
+				return host.Profile{Name: "test", Provider: prov, ContextWindow: o.window, Vision: true}, nil
 			case "other":
-				return host.Profile{Name: "other", Provider: h.prov, ContextWindow: o.window}, nil
+				return host.Profile{Name: "other", Provider: prov, ContextWindow: o.window}, nil
 			}
 			return host.Profile{}, errors.New("no such profile")
 		},
@@ -232,6 +241,12 @@ func (h *harness) Handle(ctx context.Context, req *jsonrpc.Request) (any, error)
 
 func (h *harness) HandleNotification(ctx context.Context, n *jsonrpc.Notification) {
 	if n.Method != "session/update" {
+		return
+	}
+	if h.countOnly {
+		h.mu.Lock()
+		h.updates = append(h.updates, SessionNotification{})
+		h.mu.Unlock()
 		return
 	}
 	var sn SessionNotification

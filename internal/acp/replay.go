@@ -105,6 +105,7 @@ func (e *entry) replayUpdates(rows []session.Row) []SessionUpdate {
 	}
 	for _, id := range order {
 		if cs := open[id]; cs != nil {
+			delete(open, id)
 			out = append(out, ToolCallUpdate{ToolCallID: cs.id, Status: "failed",
 				Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock("This call never finished: the session stopped before it returned a result."))}}})
 		}

@@ -197,17 +197,32 @@ func decodeAs[T SessionUpdate](b []byte) (SessionUpdate, error) {
 	return v, err
 }
 
-// MarshalJSON writes the notification with its update tagged.
+// MarshalJSON writes the notification with its update tagged. It is
+// written by hand: a replay sends thousands, and each pass of
+// encoding/json over the update would be paid again.
 func (n SessionNotification) MarshalJSON() ([]byte, error) {
 	u, err := MarshalUpdate(n.Update)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(struct {
-		SessionID string          `json:"sessionId"`
-		Update    json.RawMessage `json:"update"`
-		Meta      Meta            `json:"_meta,omitempty"`
-	}{n.SessionID, u, n.Meta})
+	id, err := json.Marshal(n.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(u)+len(id)+32)
+	b = append(b, `{"sessionId":`...)
+	b = append(b, id...)
+	b = append(b, `,"update":`...)
+	b = append(b, u...)
+	if len(n.Meta) > 0 {
+		m, err := json.Marshal(n.Meta)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"_meta":`...)
+		b = append(b, m...)
+	}
+	return append(b, '}'), nil
 }
 
 // UnmarshalJSON reads a notification and its tagged update.
