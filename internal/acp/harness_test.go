@@ -72,8 +72,8 @@ type harness struct {
 	// countOnly keeps updates undecoded, so a benchmark measures the
 	// server and not the test's client.
 	countOnly bool
-	cancel context.CancelFunc
-	done   chan error
+	cancel    context.CancelFunc
+	done      chan error
 
 	mu      sync.Mutex // guards the fields below
 	wire    []string   // every message the server wrote, in order
