@@ -55,6 +55,7 @@ func runACP(ctx context.Context, g *globals, workspace, readable []string) error
 		return err
 	}
 	defer a.close(context.WithoutCancel(ctx))
+	defer a.startScheduler(ctx)()
 	if err := a.host.AddRoots(workspace, readable); err != nil {
 		return usageError("%v", err)
 	}

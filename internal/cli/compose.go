@@ -19,9 +19,16 @@ import (
 
 // app is everything a subcommand that runs turns needs.
 type app struct {
-	cfg  *config.Config
-	db   *sqlite.DB
-	host *host.Host
+	cfg   *config.Config
+	db    *sqlite.DB
+	host  *host.Host
+	sched *scheduling // nil when [schedule] enabled = false
+}
+
+// startScheduler runs the scheduler loop until the returned stop; only
+// long-lived hosts (meka acp, later the terminal and meka serve) call it.
+func (a *app) startScheduler(ctx context.Context) (stop func()) {
+	return a.sched.start(ctx)
 }
 
 func (a *app) close(ctx context.Context) {
@@ -82,11 +89,16 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 	}
 	dataDir, _ := g.dataDirectory()
 	log := g.logger()
+	sc, err := g.newScheduling(cfg, db)
+	if err != nil {
+		db.Close()
+		return nil, usageError("%v", err)
+	}
 	h, err := host.New(host.Options{
 		Store:       db.Sessions(),
 		Profiles:    func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
 		Tools:       builtinTools(cfg),
-		Extensions:  extensions(cfg),
+		Extensions:  append(extensions(cfg), sc.extension()...),
 		Deny:        cfg.Tools.Deny,
 		Permissions: perms,
 		DataDir:     dataDir,
@@ -96,7 +108,8 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		db.Close()
 		return nil, &exitError{code: 1, err: err}
 	}
-	return &app{cfg: cfg, db: db, host: h}, nil
+	sc.attach(h)
+	return &app{cfg: cfg, db: db, host: h, sched: sc}, nil
 }
 
 // buildProfile resolves a profile and builds its provider.
