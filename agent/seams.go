@@ -5,6 +5,7 @@ import (
 
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
 )
 
 // RequestContributor adds a per-request view to what the model sees: its
@@ -60,6 +61,17 @@ type StopDecision struct {
 // summary replaces.
 type CompactionContributor interface {
 	CompactionText(ctx context.Context) string
+}
+
+// Extension is what a plugin adds to an engine: its tools and its
+// contributions to each seam. Dialects and the scheduler return one; the
+// host merges them into a session's Options.
+type Extension struct {
+	Tools        []tool.Tool
+	Contributors []RequestContributor
+	Interceptors []StopInterceptor
+	Compactors   []CompactionContributor
+	Folds        []session.Fold
 }
 
 // EventFold is a session.Fold that reports its changes: after live rows are

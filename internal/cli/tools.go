@@ -75,10 +75,9 @@ func extensions(cfg *config.Config) []host.ExtensionFunc {
 		switch cfg.PlanFor(prof) {
 		case config.PlanUpdatePlan:
 			c, err := todo.Plugin{Store: todo.NewStore(), CheckCompletion: check, MaxCompletionNudges: nudges}.Compose()
-			return host.Extension(c), err
+			return c, err
 		case config.PlanWriteTodos:
-			c := writetodos.New(writetodos.Options{CheckCompletion: check, MaxCompletionNudges: nudges}).Compose()
-			return host.Extension(c), nil
+			return writetodos.New(writetodos.Options{CheckCompletion: check, MaxCompletionNudges: nudges}).Compose(), nil
 		}
 		return checklistExtension(env), nil
 	}}

@@ -96,13 +96,7 @@ type TaskLookup interface {
 }
 
 // Extension is what a plugin adds to one session's engine.
-type Extension struct {
-	Tools        []tool.Tool
-	Contributors []agent.RequestContributor
-	Interceptors []agent.StopInterceptor
-	Compactors   []agent.CompactionContributor
-	Folds        []session.Fold
-}
+type Extension = agent.Extension
 
 // ExtensionFunc builds an extension for a session.
 type ExtensionFunc func(env Env) (Extension, error)

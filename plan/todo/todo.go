@@ -65,15 +65,8 @@ type Plugin struct {
 	FromTurn int64
 }
 
-// Composition is everything the dialect adds to an engine. Its fields
-// match the host's extension, so one converts to the other.
-type Composition struct {
-	Tools        []tool.Tool
-	Contributors []agent.RequestContributor
-	Interceptors []agent.StopInterceptor
-	Compactors   []agent.CompactionContributor
-	Folds        []session.Fold
-}
+// Composition is everything the dialect adds to an engine.
+type Composition = agent.Extension
 
 func (p Plugin) check() error {
 	if p.Store == nil {

@@ -82,15 +82,8 @@ func New(opts Options) *Plugin {
 	return p
 }
 
-// Composition is everything the dialect adds to an engine. Its fields
-// match the host's extension, so one converts to the other.
-type Composition struct {
-	Tools        []tool.Tool
-	Contributors []agent.RequestContributor
-	Interceptors []agent.StopInterceptor
-	Compactors   []agent.CompactionContributor
-	Folds        []session.Fold
-}
+// Composition is everything the dialect adds to an engine.
+type Composition = agent.Extension
 
 // Compose returns the tool, the per-request list, the fold and, with
 // CheckCompletion, the completion check.
