@@ -16,6 +16,7 @@ import (
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/internal/tools/fstool"
+	"meka.dev/meka/internal/tools/shelltool"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/script"
 	"meka.dev/meka/permission"
@@ -94,6 +95,7 @@ type harnessOptions struct {
 	init      *InitializeRequest
 	window    int
 	provider  model.Provider // instead of a script of rounds
+	shell     bool           // add shell_execute
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -137,6 +139,9 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		},
 		Tools: func(env host.Env) ([]tool.Tool, error) {
 			ts := append([]tool.Tool(nil), o.tools...)
+			if o.shell {
+				ts = append(ts, shelltool.New(shelltool.Options{Tasks: env.TaskRegistry, Env: os.Environ()}))
+			}
 			if o.fileTools {
 				ts = append(ts, fstool.New(fstool.Options{FS: env.Files})...)
 			}

@@ -3,11 +3,14 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
@@ -232,5 +235,43 @@ func TestDiffContent(t *testing.T) {
 	d = diffContent("/p/n.go", "--- /dev/null\n+++ b/n.go\n@@ -0,0 +1,2 @@\n+a\n+b\n")
 	if len(d) != 1 || d[0].OldText != nil || *d[0].NewText != "a\nb\n" {
 		t.Fatalf("new file: %+v", d)
+	}
+}
+
+// TestBackgroundReport: a background task's report arrives outside any
+// prompt as a notice carrying the task, then the turn it delivers.
+func TestBackgroundReport(t *testing.T) {
+	h := newHarness(t, harnessOptions{shell: true, perms: host.Permissions{Default: permission.Unrestricted},
+		rounds: `[{"tool_calls":[{"id":"b","name":"shell_execute","arguments":{"command":"echo background-done","background":true}}]},{"text":"started"},{"text":"it finished"}]`})
+	id := h.newSession()
+	h.prompt(id, "run it in the background")
+	var notice *NoticeUpdate
+	var text string
+	for range 100000 {
+		h.sync()
+		for _, n := range h.take() {
+			switch u := n.Update.(type) {
+			case NoticeUpdate:
+				notice = &u
+			case ContentChunk:
+				if u.Tag == TagAgentMessage {
+					text += u.Content.Text
+				}
+			}
+		}
+		if notice != nil && strings.Contains(text, "it finished") {
+			break
+		}
+	}
+	if notice == nil || !strings.HasPrefix(notice.Title, "Background task ") {
+		t.Fatalf("notice %+v", notice)
+	}
+	bg, _ := notice.Meta["background"].(map[string]any)
+	tasks, _ := bg["tasks"].([]any)
+	if len(tasks) != 1 || !strings.Contains(fmt.Sprint(tasks[0]), "echo background-done") {
+		t.Fatalf("_meta.background: %+v", notice.Meta)
+	}
+	if !strings.Contains(text, "it finished") {
+		t.Fatalf("the report's turn was not streamed: %q", text)
 	}
 }

@@ -326,15 +326,25 @@ func rawJSON(b json.RawMessage) json.RawMessage {
 }
 
 // notice renders an advisory meka raised: a notice where the client
-// presents them, else a [meka]-prefixed chunk.
+// presents them, else a [meka]-prefixed chunk. A background task's report
+// carries the tasks it names in _meta.background.tasks, or without
+// notices is the parenthesized stage direction a replay says.
 func (e *entry) notice(n session.Notice) SessionUpdate {
 	caps := e.s.caps()
+	tasks := e.reportedTasks(n.Title)
 	if caps.Session != nil && caps.Session.Notices != nil {
 		sev := n.Severity
 		if sev == "" {
 			sev = session.SeverityInfo
 		}
-		return NoticeUpdate{Severity: sev, Title: n.Title, Description: n.Description}
+		u := NoticeUpdate{Severity: sev, Title: n.Title, Description: n.Description}
+		if len(tasks) > 0 {
+			u.Meta = Meta{"background": map[string]any{"tasks": tasks}}
+		}
+		return u
+	}
+	if len(tasks) > 0 {
+		return ContentChunk{Tag: TagAgentMessage, Content: TextBlock("(" + n.Title + ")\n")}
 	}
 	prefix := "[meka] "
 	if n.Severity == session.SeverityWarning || n.Severity == session.SeverityError {
@@ -345,6 +355,23 @@ func (e *entry) notice(n session.Notice) SessionUpdate {
 		text += "\n" + n.Description
 	}
 	return ContentChunk{Tag: TagAgentMessage, Content: TextBlock(text + "\n")}
+}
+
+// reportedTasks returns the session's background tasks a stage direction
+// names ("Background task 7f3a1c22 finished after 12m 4s"), as JSON.
+func (e *entry) reportedTasks(title string) []json.RawMessage {
+	if !strings.HasPrefix(title, "Background task") {
+		return nil
+	}
+	var out []json.RawMessage
+	for _, t := range e.session().Tasks() {
+		if t.ID != "" && strings.Contains(title, t.ID) {
+			if b, err := json.Marshal(t); err == nil {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
 }
 
 // compaction renders a finished compaction: a compaction_update where the
