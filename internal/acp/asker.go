@@ -10,11 +10,10 @@ import (
 
 // Permission option ids.
 const (
-	optAllow        = "allow"
-	optAlwaysAllow  = "allow_always"
-	optDeny         = "reject"
-	optAlwaysDeny   = "reject_always"
-	permissionTitle = "session/request_permission"
+	optAllow       = "allow"
+	optAlwaysAllow = "allow_always"
+	optDeny        = "reject"
+	optAlwaysDeny  = "reject_always"
 )
 
 var _ permission.Asker = (*entry)(nil)
@@ -47,7 +46,7 @@ func (e *entry) Ask(ctx context.Context, req permission.Request) (permission.Dec
 		{OptionID: optAlwaysDeny, Name: "Always deny any " + req.Tool, Kind: "reject_always"},
 	}}
 	var resp RequestPermissionResponse
-	if err := e.s.conn.Call(ctx, permissionTitle, params, &resp); err != nil {
+	if err := e.s.conn.Call(ctx, "session/request_permission", params, &resp); err != nil {
 		e.s.log.Debug("acp: permission request unanswered", "session_id", e.id, "err", err)
 		return permission.Deny, nil
 	}

@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"slices"
 	"time"
@@ -279,5 +278,3 @@ func (s *server) register(hs *host.Session, fresh bool) *entry {
 	e.attach(hs)
 	return e
 }
-
-var errNoSession = errors.New("no such session")
