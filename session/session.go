@@ -27,7 +27,11 @@ type Meta struct {
 	// Permission is the session's level by name (see package permission).
 	Permission string `json:"permission"`
 	// ParentID is set for a sub-agent's session.
-	ParentID  string    `json:"parent_id,omitempty"`
+	ParentID string `json:"parent_id,omitempty"`
+	// ForkedAt is the last turn a fork copied from the session it was
+	// forked from; 0 for a session that is no fork. Plans that a fork
+	// starts afresh (update_plan) ignore the turns up to it.
+	ForkedAt  int64     `json:"forked_at,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

@@ -74,7 +74,9 @@ func extensions(cfg *config.Config) []host.ExtensionFunc {
 		check, nudges := cfg.Tools.PlanCheckCompletion, cfg.Tools.MaxCompletionNudges
 		switch cfg.PlanFor(prof) {
 		case config.PlanUpdatePlan:
-			c, err := todo.Plugin{Store: todo.NewStore(), CheckCompletion: check, MaxCompletionNudges: nudges}.Compose()
+			// A fork starts with a fresh plan: the calls it copied are ignored.
+			c, err := todo.Plugin{Store: todo.NewStore(), CheckCompletion: check, MaxCompletionNudges: nudges,
+				FromTurn: env.Meta.ForkedAt + 1}.Compose()
 			return c, err
 		case config.PlanWriteTodos:
 			return writetodos.New(writetodos.Options{CheckCompletion: check, MaxCompletionNudges: nudges}).Compose(), nil

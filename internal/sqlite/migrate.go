@@ -60,6 +60,7 @@ CREATE TABLE locks (
 ) STRICT;
 `},
 	{2, "schedule", scheduleSchema}, // schedule.go
+	{3, "fork point", `ALTER TABLE sessions ADD COLUMN forked_at INTEGER NOT NULL DEFAULT 0;`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

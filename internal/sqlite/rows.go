@@ -250,10 +250,14 @@ func (s *Sessions) Fork(ctx context.Context, sessionID string, throughTurn int64
 	m.ID, m.ParentID = u.String(), ""
 	m.CreatedAt = db.now()
 	m.UpdatedAt = m.CreatedAt
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(turn), 0) FROM rows WHERE session_id = ?1 AND (?2 < 0 OR turn <= ?2)`,
+		sessionID, throughTurn).Scan(&m.ForkedAt); err != nil {
+		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
+	}
 	if _, err := tx.ExecContext(ctx, `
-INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, parent_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`,
-		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, toMicro(m.CreatedAt), toMicro(m.UpdatedAt)); err != nil {
+INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, parent_id, forked_at, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`,
+		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, m.ForkedAt, toMicro(m.CreatedAt), toMicro(m.UpdatedAt)); err != nil {
 		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
 	}
 	if _, err := tx.ExecContext(ctx, `

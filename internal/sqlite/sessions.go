@@ -247,7 +247,7 @@ func scanMeta(sc interface{ Scan(...any) error }) (session.Meta, error) {
 	var m session.Meta
 	var dirs []byte
 	var created, updated int64
-	err := sc.Scan(&m.ID, &m.Title, &m.Cwd, &dirs, &m.Profile, &m.Project, &m.Permission, &m.ParentID, &created, &updated)
+	err := sc.Scan(&m.ID, &m.Title, &m.Cwd, &dirs, &m.Profile, &m.Project, &m.Permission, &m.ParentID, &m.ForkedAt, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return session.Meta{}, session.ErrNotFound
 	}

@@ -254,7 +254,7 @@ func testFork(t *testing.T, open Opener) {
 		t.Errorf("Fork = id %s parent %q, want a new id and no parent", fork.ID, fork.ParentID)
 	}
 	want := src
-	want.ID, want.CreatedAt, want.UpdatedAt = fork.ID, fork.CreatedAt, fork.UpdatedAt
+	want.ID, want.CreatedAt, want.UpdatedAt, want.ForkedAt = fork.ID, fork.CreatedAt, fork.UpdatedAt, 3
 	checkMeta(t, "Fork", fork, want)
 	checkMeta(t, "Get of the fork", mustGet(t, s, fork.ID), want)
 	checkRows(t, "rows of the fork", mustRows(t, s, fork.ID, 0), rows)
@@ -277,6 +277,9 @@ func testFork(t *testing.T, open Opener) {
 		t.Fatalf("Fork through turn 2: %v", err)
 	}
 	checkRows(t, "fork through turn 2", mustRows(t, s, part.ID, 0), rows[:8])
+	if got := mustGet(t, s, part.ID).ForkedAt; got != 2 {
+		t.Errorf("fork through turn 2 has ForkedAt %d, want 2", got)
+	}
 	if _, err := s.Fork(ctx, unknownID, -1); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Fork of an unknown session: %v, want ErrNotFound", err)
 	}

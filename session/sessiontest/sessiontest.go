@@ -248,7 +248,7 @@ func checkMeta(t *testing.T, what string, got, want session.Meta) {
 	t.Helper()
 	if got.ID != want.ID || got.Title != want.Title || got.Cwd != want.Cwd ||
 		got.Profile != want.Profile || got.Project != want.Project ||
-		got.Permission != want.Permission || got.ParentID != want.ParentID ||
+		got.Permission != want.Permission || got.ParentID != want.ParentID || got.ForkedAt != want.ForkedAt ||
 		!slices.Equal(got.AdditionalDirs, want.AdditionalDirs) ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(want.UpdatedAt) {
 		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
