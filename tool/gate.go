@@ -21,9 +21,10 @@ type Gate struct {
 	Level func() permission.Level
 	// Overrides replaces the level a tool declares ([tools.tool_permissions]).
 	Overrides map[string]permission.Level
-	// Approvals puts a call above the session's level to Asker instead of
-	// refusing it.
-	Approvals bool
+	// Approvals, when it returns true, puts a call above the session's
+	// level to Asker instead of refusing it. Like Level it is read at every
+	// call, so switching approvals applies to the next call. Nil means off.
+	Approvals func() bool
 	// Asker is asked when Approvals is on. Nil denies.
 	Asker permission.Asker
 	// Timeout bounds an approval; zero means DefaultApprovalTimeout.
@@ -67,7 +68,7 @@ func (g *Gate) Check(ctx context.Context, t Tool, call Call) Verdict {
 		return Verdict{Allowed: true, Level: has}
 	}
 	refusal := fmt.Sprintf("%s was refused: it needs the %s permission level and this session has %s. Do the work with tools your level allows, or ask the user to raise the level.", name, needs, has)
-	if !g.Approvals {
+	if g.Approvals == nil || !g.Approvals() {
 		return Verdict{Reason: refusal}
 	}
 	g.mu.Lock()

@@ -19,6 +19,8 @@ func (s specTool) Run(context.Context, tool.Call) (tool.Result, error) {
 	return tool.Text("ran"), nil
 }
 
+func on() bool { return true }
+
 var writeTool = specTool{tool.Spec{Name: "file_write", Schema: json.RawMessage(`{"type":"object"}`), Level: permission.Workspace}}
 
 func TestGateLevels(t *testing.T) {
@@ -48,7 +50,7 @@ func TestGateLevels(t *testing.T) {
 
 func TestGateNoneRefusesEvenWithApprovals(t *testing.T) {
 	asked := false
-	g := &tool.Gate{Level: func() permission.Level { return permission.None }, Approvals: true,
+	g := &tool.Gate{Level: func() permission.Level { return permission.None }, Approvals: on,
 		Asker: permission.AskerFunc(func(context.Context, permission.Request) (permission.Decision, error) {
 			asked = true
 			return permission.Allow, nil
@@ -63,7 +65,7 @@ func TestGateNoneRefusesEvenWithApprovals(t *testing.T) {
 func TestApprovalExpiryDenies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		g := &tool.Gate{Level: func() permission.Level { return permission.Read }, Approvals: true,
+		g := &tool.Gate{Level: func() permission.Level { return permission.Read }, Approvals: on,
 			Asker: permission.AskerFunc(func(ctx context.Context, _ permission.Request) (permission.Decision, error) {
 				<-ctx.Done()
 				return permission.Allow, ctx.Err()
@@ -80,7 +82,7 @@ func TestApprovalExpiryDenies(t *testing.T) {
 
 func TestApprovalRequestCarriesTitleAndArguments(t *testing.T) {
 	var got permission.Request
-	g := &tool.Gate{Level: func() permission.Level { return permission.Read }, Approvals: true,
+	g := &tool.Gate{Level: func() permission.Level { return permission.Read }, Approvals: on,
 		Asker: permission.AskerFunc(func(_ context.Context, r permission.Request) (permission.Decision, error) {
 			got = r
 			return permission.Allow, nil

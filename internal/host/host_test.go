@@ -298,3 +298,27 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		t.Fatalf("stored %d sessions", len(page.Sessions))
 	}
 }
+
+func TestApprovalsSwitch(t *testing.T) {
+	f := newFixture(t, `[{"tool_calls":[{"id":"a","name":"write"}]},{"text":"one"},{"tool_calls":[{"id":"b","name":"write"}]},{"text":"two"}]`)
+	h := f.host(t)
+	s, _ := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	s.SetAsker(permission.AskerFunc(func(context.Context, permission.Request) (permission.Decision, error) {
+		return permission.Allow, nil
+	}))
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "off"}); err != nil {
+		t.Fatal(err)
+	}
+	// Off, the model is told which level the call needs, not that a person
+	// denied it.
+	if tr := lastResult(t, s); tr.Status != session.StatusRefused || !strings.Contains(tr.Content[0].(model.Text).Text, "needs the workspace permission level") {
+		t.Fatalf("refusal %+v", tr)
+	}
+	s.SetApprovals(true)
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "on"}); err != nil {
+		t.Fatal(err)
+	}
+	if tr := lastResult(t, s); tr.Status != session.StatusOK {
+		t.Fatalf("approved call %+v", tr)
+	}
+}

@@ -81,12 +81,10 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 			return nil, fmt.Errorf("create session directory: %w", err)
 		}
 	}
-	// The gate always asks; ask refuses at once while approvals are off,
-	// so that they can be switched while a turn runs.
 	s.gate = &tool.Gate{
 		Level:     s.Level,
 		Overrides: h.opts.Permissions.ToolLevels,
-		Approvals: true,
+		Approvals: s.approvals.Load,
 		Asker:     permission.AskerFunc(s.ask),
 	}
 	extra, readable := h.roots()
@@ -276,9 +274,6 @@ func (s *Session) SetAsker(a permission.Asker) {
 }
 
 func (s *Session) ask(ctx context.Context, req permission.Request) (permission.Decision, error) {
-	if !s.approvals.Load() {
-		return permission.Deny, errApprovalsOff
-	}
 	s.mu.Lock()
 	a := s.asker
 	s.mu.Unlock()
@@ -288,7 +283,6 @@ func (s *Session) ask(ctx context.Context, req permission.Request) (permission.D
 	return a.Ask(ctx, req)
 }
 
-var errApprovalsOff = errors.New("approvals are off")
 
 // Approvals reports whether a call above the session's level is put to
 // the front door's asker rather than refused.
