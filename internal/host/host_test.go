@@ -299,7 +299,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 	}
 }
 
-func TestApprovalsSwitch(t *testing.T) {
+func TestApprovalsOffRefusalNamesTheLevel(t *testing.T) {
 	f := newFixture(t, `[{"tool_calls":[{"id":"a","name":"write"}]},{"text":"one"},{"tool_calls":[{"id":"b","name":"write"}]},{"text":"two"}]`)
 	h := f.host(t)
 	s, _ := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
