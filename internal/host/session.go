@@ -283,7 +283,6 @@ func (s *Session) ask(ctx context.Context, req permission.Request) (permission.D
 	return a.Ask(ctx, req)
 }
 
-
 // Approvals reports whether a call above the session's level is put to
 // the front door's asker rather than refused.
 func (s *Session) Approvals() bool { return s.approvals.Load() }
