@@ -19,6 +19,7 @@ import (
 	"meka.dev/meka/internal/schedule"
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
 
@@ -217,6 +218,10 @@ func (f *hostFirer) Fire(ctx context.Context, id string, fr schedule.Firing) (bo
 	})
 	res, err := s.Run(ctx, fr.Message)
 	unsubscribe()
+	if started.Load() && (err != nil || res.Stop == agent.StopFailed) {
+		s.Announce(session.Notice{Severity: session.SeverityWarning,
+			Title: "Scheduled job " + fr.JobID + " failed", Description: fmt.Sprint(err)})
+	}
 	if !started.Load() {
 		if err == nil || errors.Is(err, agent.ErrBusy) || errors.Is(err, host.ErrClosed) {
 			return false, fmt.Errorf("session %s: %w", id, schedule.ErrDeclined)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"meka.dev/meka/agent"
 	"os"
 	"path/filepath"
 	"slices"
@@ -436,6 +437,12 @@ func TestFailedScheduledTurnWithdrawsRecurringPrompt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var warnings []string
+	defer s.Subscribe(func(ev agent.Event) {
+		if n, ok := ev.(agent.Notice); ok && n.Notice.Severity == session.SeverityWarning {
+			warnings = append(warnings, n.Notice.Title+": "+n.Notice.Description)
+		}
+	})()
 	now := time.Now()
 	for _, j := range []sqlite.Job{
 		{SessionID: s.ID(), Prompt: "recurring prompt", Kind: "every", Spec: "1h", Interval: time.Hour, NextAt: now.Add(-time.Minute), Level: "read"},
@@ -462,5 +469,9 @@ func TestFailedScheduledTurnWithdrawsRecurringPrompt(t *testing.T) {
 	}
 	if left, _ := f.db.Schedules().List(t.Context(), s.ID()); len(left) != 1 || !left[0].NextAt.After(now) {
 		t.Errorf("jobs after the failed turns: %+v", left)
+	}
+	// Each failure reached the front doors as a warning naming its job.
+	if len(warnings) != 2 || !strings.Contains(warnings[0], "Scheduled job ") || !strings.Contains(warnings[0], "provider down") {
+		t.Errorf("warnings: %q", warnings)
 	}
 }

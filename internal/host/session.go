@@ -265,6 +265,11 @@ func (s *Session) publish(ev agent.Event) {
 	}
 }
 
+// Announce shows a notice to the session's front doors without a turn: a
+// stage direction or a warning about work done on the session's behalf,
+// such as a scheduled turn that failed.
+func (s *Session) Announce(n session.Notice) { s.publish(agent.Notice{Notice: n}) }
+
 // SetAsker routes approval requests to a front door; nil means nobody is
 // attached and every request is denied at once.
 func (s *Session) SetAsker(a permission.Asker) {
