@@ -72,7 +72,17 @@ func (e *Engine) compact(ctx context.Context, turn int64) error {
 	}
 	keptFrom := rows[keep].Seq
 
-	msgs := BuildView(rows[:keep])
+	e.emit(CompactionStarted{})
+	if err := e.summarize(ctx, turn, rows[:keep], keptFrom); err != nil {
+		e.emit(CompactionFailed{Err: err, Canceled: ctx.Err() != nil})
+		return err
+	}
+	return nil
+}
+
+// summarize asks the model for a summary of rows and stores the boundary.
+func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, keptFrom int64) error {
+	msgs := BuildView(rows)
 	msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: model.Parts{model.Text{Text: compactInstruction}}})
 	resp, err := model.Collect(e.opts.Provider.Stream(ctx, &model.Request{
 		System: compactSystem, Messages: msgs, MaxOutputTokens: e.opts.MaxOutputTokens,

@@ -85,7 +85,17 @@ func TestFailedCompactionLeavesLog(t *testing.T) {
 	}
 	before := len(h.rows())
 	h2 := newHarness(t, `[{"text":"one"},{"text":"two"},{"error":{"status":400,"body":"no"}}]`)
-	e2 := h2.engine(agent.Options{})
+	var events []string
+	e2 := h2.engine(agent.Options{Events: func(ev agent.Event) {
+		switch ev := ev.(type) {
+		case agent.CompactionStarted:
+			events = append(events, "started")
+		case agent.CompactionFailed:
+			events = append(events, fmt.Sprintf("failed canceled=%v", ev.Canceled))
+		case agent.Compacted:
+			events = append(events, "compacted")
+		}
+	}})
 	e2.Run(t.Context(), userText("a"))
 	e2.Run(t.Context(), userText("b"))
 	n := len(h2.rows())
@@ -94,6 +104,9 @@ func TestFailedCompactionLeavesLog(t *testing.T) {
 	}
 	if len(h2.rows()) != n || before != 2 {
 		t.Fatalf("log changed: %d -> %d rows", n, len(h2.rows()))
+	}
+	if strings.Join(events, ",") != "started,failed canceled=false" {
+		t.Fatalf("events %v", events)
 	}
 }
 

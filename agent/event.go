@@ -65,6 +65,17 @@ type Usage struct {
 	Window int
 }
 
+// CompactionStarted reports that older turns are being summarized; a
+// Compacted or a CompactionFailed follows.
+type CompactionStarted struct{}
+
+// CompactionFailed reports a compaction that failed or was canceled; the
+// log is as it was.
+type CompactionFailed struct {
+	Err      error
+	Canceled bool
+}
+
 // Compacted reports that older turns were summarized.
 type Compacted struct {
 	Summary  string
@@ -78,15 +89,17 @@ type TurnEnded struct{ Result Result }
 // change, so they satisfy Event without the engine knowing them.
 type PluginEvent struct{}
 
-func (TurnStarted) isEvent()      {}
-func (TextChunk) isEvent()        {}
-func (ThoughtChunk) isEvent()     {}
-func (UserMessage) isEvent()      {}
-func (ToolCallStarted) isEvent()  {}
-func (ToolCallOutput) isEvent()   {}
-func (ToolCallFinished) isEvent() {}
-func (Notice) isEvent()           {}
-func (Usage) isEvent()            {}
-func (Compacted) isEvent()        {}
-func (TurnEnded) isEvent()        {}
-func (PluginEvent) isEvent()      {}
+func (TurnStarted) isEvent()       {}
+func (TextChunk) isEvent()         {}
+func (ThoughtChunk) isEvent()      {}
+func (UserMessage) isEvent()       {}
+func (ToolCallStarted) isEvent()   {}
+func (ToolCallOutput) isEvent()    {}
+func (ToolCallFinished) isEvent()  {}
+func (Notice) isEvent()            {}
+func (Usage) isEvent()             {}
+func (CompactionStarted) isEvent() {}
+func (CompactionFailed) isEvent()  {}
+func (Compacted) isEvent()         {}
+func (TurnEnded) isEvent()         {}
+func (PluginEvent) isEvent()       {}

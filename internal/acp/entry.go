@@ -33,8 +33,10 @@ type entry struct {
 	calls     map[string]*callState // by the provider's call id
 	// titled is set once the session's title went out.
 	titled bool
-	// compactions numbers the session's compactions, for their ids.
+	// compactions numbers the session's compactions, for their ids;
+	// compacting is the id of the one running live, if any.
 	compactions int
+	compacting  string
 	// files serves the session's files through the client, when it can.
 	files *editorFiles
 }

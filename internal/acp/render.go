@@ -65,6 +65,12 @@ func (e *entry) onEvent(ev agent.Event) {
 		if ev.Window > 0 {
 			send(UsageUpdate{Used: ev.ContextTokens, Size: ev.Window})
 		}
+	case agent.CompactionStarted:
+		send(e.compactionStarted())
+	case agent.CompactionFailed:
+		if u, ok := e.compactionFailed(ev); ok {
+			send(u)
+		}
 	case agent.Compacted:
 		for _, u := range e.compaction(ev.Summary, true) {
 			send(u)
@@ -374,33 +380,91 @@ func (e *entry) reportedTasks(title string) []json.RawMessage {
 	return out
 }
 
-// compaction renders a finished compaction: a compaction_update where the
-// client renders one, else a think tool call.
-func (e *entry) compaction(summary string, live bool) []SessionUpdate {
+// compactionID numbers the next compaction of the session.
+func (e *entry) compactionID() string {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.compactions++
 	id := fmt.Sprintf("compaction-%d", e.compactions)
 	if !e.ids.fresh {
 		id = e.ids.assign(id)
 	}
-	e.mu.Unlock()
+	return id
+}
+
+const (
+	compactingTitle = "Compacting the conversation"
+	compactedTitle  = "Compacted the conversation: older turns were summarized"
+)
+
+func compactionFacts() Meta { return Meta{"compaction": map[string]any{"trigger": "auto"}} }
+
+// compactionNative reports whether the client renders compaction_update.
+func (e *entry) compactionNative() bool {
 	caps := e.s.caps()
-	facts := Meta{"compaction": map[string]any{"trigger": "auto"}}
-	if caps.Session != nil && caps.Session.Compaction != nil {
-		var out []SessionUpdate
-		if live {
-			out = append(out, CompactionUpdate{CompactionID: id, Status: "in_progress", Meta: facts})
+	return caps.Session != nil && caps.Session.Compaction != nil
+}
+
+// compactionStarted opens a live compaction: a compaction_update in
+// progress where the client renders one, else a think tool call.
+func (e *entry) compactionStarted() SessionUpdate {
+	id := e.compactionID()
+	e.mu.Lock()
+	e.compacting = id
+	e.mu.Unlock()
+	if e.compactionNative() {
+		return CompactionUpdate{CompactionID: id, Status: "in_progress", Meta: compactionFacts()}
+	}
+	return ToolCall{ToolCallID: id, Title: compactingTitle, Kind: string(tool.KindThink), Status: "in_progress"}
+}
+
+// compactionFailed closes the live compaction as failed or cancelled.
+func (e *entry) compactionFailed(ev agent.CompactionFailed) (SessionUpdate, bool) {
+	e.mu.Lock()
+	id := e.compacting
+	e.compacting = ""
+	e.mu.Unlock()
+	if id == "" {
+		return nil, false
+	}
+	status, reason := "failed", "The compaction failed; the conversation is unchanged."
+	if ev.Canceled {
+		status, reason = "cancelled", "The compaction was cancelled; the conversation is unchanged."
+	}
+	if e.compactionNative() {
+		return CompactionUpdate{CompactionID: id, Status: status, Error: reason}, true
+	}
+	return ToolCallUpdate{ToolCallID: id, Status: "failed",
+		Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(reason))}}}, true
+}
+
+// compaction renders a finished compaction: live, it completes the one
+// compactionStarted opened; in a replay it is opened and completed at once.
+func (e *entry) compaction(summary string, live bool) []SessionUpdate {
+	var out []SessionUpdate
+	id := ""
+	if live {
+		e.mu.Lock()
+		id, e.compacting = e.compacting, ""
+		e.mu.Unlock()
+	}
+	if id == "" {
+		id = e.compactionID()
+		if e.compactionNative() {
+			if live {
+				out = append(out, CompactionUpdate{CompactionID: id, Status: "in_progress", Meta: compactionFacts()})
+			}
+		} else {
+			out = append(out, ToolCall{ToolCallID: id, Title: compactingTitle, Kind: string(tool.KindThink), Status: "in_progress"})
 		}
-		return append(out, CompactionUpdate{CompactionID: id, Status: "completed", Summary: []ContentBlock{TextBlock(summary)}, Meta: facts})
 	}
-	title := "Compacting the conversation"
-	done := "Compacted the conversation: older turns were summarized"
+	if e.compactionNative() {
+		return append(out, CompactionUpdate{CompactionID: id, Status: "completed", Summary: []ContentBlock{TextBlock(summary)}, Meta: compactionFacts()})
+	}
+	done := compactedTitle
 	raw, _ := json.Marshal(map[string]any{"summary_chars": len(summary)})
-	return []SessionUpdate{
-		ToolCall{ToolCallID: id, Title: title, Kind: string(tool.KindThink), Status: "in_progress"},
-		ToolCallUpdate{ToolCallID: id, Title: &done, Status: "completed", RawOutput: raw,
-			Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(summary))}}},
-	}
+	return append(out, ToolCallUpdate{ToolCallID: id, Title: &done, Status: "completed", RawOutput: raw,
+		Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(summary))}}})
 }
 
 // planUpdate renders a plan change as ACP's three-state plan; an emptied
