@@ -26,6 +26,9 @@ type Meta struct {
 	Project        string   `json:"project,omitempty"`
 	// Permission is the session's level by name (see package permission).
 	Permission string `json:"permission"`
+	// Approvals records whether a call above the level is put to a person,
+	// switched like the level and restored with it.
+	Approvals bool `json:"approvals,omitempty"`
 	// ParentID is set for a sub-agent's session.
 	ParentID string `json:"parent_id,omitempty"`
 	// ForkedAt is the last turn a fork copied from the session it was
@@ -106,8 +109,8 @@ type Store interface {
 	Create(ctx context.Context, m Meta) (Meta, error)
 	// Get returns a session by full id or any unique prefix.
 	Get(ctx context.Context, idOrPrefix string) (Meta, error)
-	// Update replaces the mutable fields of a session: title, additional
-	// dirs, profile, project, permission.
+	// Update replaces the mutable fields of a session: title, cwd,
+	// additional dirs, profile, project, permission.
 	Update(ctx context.Context, m Meta) error
 	List(ctx context.Context, opts ListOptions) (Page, error)
 	// Latest returns the most recently updated top-level session in cwd.

@@ -135,13 +135,11 @@ func (s *server) setConfigOption(ctx context.Context, p *SetSessionConfigOptionR
 		}
 		s.notify(s.base, e.id, CurrentModeUpdate{CurrentModeID: l.String()})
 	case "approvals":
-		switch v {
-		case "on":
-			e.session().SetApprovals(true)
-		case "off":
-			e.session().SetApprovals(false)
-		default:
+		if v != "on" && v != "off" {
 			return nil, invalidParams("approvals is on or off, not %q", v)
+		}
+		if err := e.session().SetApprovals(ctx, v == "on"); err != nil {
+			return nil, s.sessionError("set approvals", e.id, err)
 		}
 	case "profile":
 		if err := e.switchProfile(ctx, v); err != nil {

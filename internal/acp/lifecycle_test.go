@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -273,5 +274,42 @@ func TestBackgroundReport(t *testing.T) {
 	}
 	if !strings.Contains(text, "it finished") {
 		t.Fatalf("the report's turn was not streamed: %q", text)
+	}
+}
+
+// TestClientCwdWins: a load, resume or fork naming another directory
+// records it (canonically) once the session has opened; a refused load
+// writes nothing.
+func TestClientCwdWins(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	id := h.newSession()
+	h.call("session/close", SessionIDRequest{SessionID: id}, nil)
+
+	moved := t.TempDir()
+	h.call("session/resume", LoadSessionRequest{SessionID: id, Cwd: moved}, nil)
+	canon, _ := filepath.EvalSymlinks(moved)
+	if m, _ := h.host.Store().Get(t.Context(), id); m.Cwd != canon {
+		t.Fatalf("cwd after resume %q, want %q", m.Cwd, canon)
+	}
+	if hs, ok := h.host.Get(id); !ok || hs.Meta().Cwd != canon {
+		t.Fatalf("open session's cwd not updated")
+	}
+
+	other := t.TempDir()
+	var fork NewSessionResponse
+	h.call("session/fork", LoadSessionRequest{SessionID: id, Cwd: other}, &fork)
+	canonOther, _ := filepath.EvalSymlinks(other)
+	if m, _ := h.host.Store().Get(t.Context(), fork.SessionID); m.Cwd != canonOther {
+		t.Fatalf("fork cwd %q, want %q", m.Cwd, canonOther)
+	}
+	if m, _ := h.host.Store().Get(t.Context(), id); m.Cwd != canon {
+		t.Fatalf("the source moved with its fork: %q", m.Cwd)
+	}
+
+	if e := h.callErr("session/load", LoadSessionRequest{SessionID: id, Cwd: filepath.Join(other, "missing")}); e == nil {
+		t.Fatal("load with a missing cwd succeeded")
+	}
+	if m, _ := h.host.Store().Get(t.Context(), id); m.Cwd != canon {
+		t.Fatalf("a refused load changed the cwd to %q", m.Cwd)
 	}
 }

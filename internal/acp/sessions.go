@@ -60,7 +60,7 @@ func (s *server) newSession(ctx context.Context, p *NewSessionRequest) (*NewSess
 // no longer has; its directories become what the client sent once it has
 // opened.
 func (s *server) open(ctx context.Context, op string, p *LoadSessionRequest) (*host.Session, error) {
-	_, dirs, err := checkDirs(p.Cwd, p.AdditionalDirectories)
+	cwd, dirs, err := checkDirs(p.Cwd, p.AdditionalDirectories)
 	if err != nil {
 		return nil, err
 	}
@@ -84,17 +84,15 @@ func (s *server) open(ctx context.Context, op string, p *LoadSessionRequest) (*h
 	if err != nil {
 		return nil, s.sessionError(op, meta.ID, err)
 	}
-	if !slices.Equal(hs.Meta().AdditionalDirs, dirs) {
-		// The client's workspace wins, replacing (not merging) the roots.
-		if err := hs.Update(ctx, func(m *session.Meta) { m.AdditionalDirs = dirs }); err != nil {
+	if cur := hs.Meta(); !slices.Equal(cur.AdditionalDirs, dirs) || cur.Cwd != cwd {
+		// The client's workspace wins, replacing (not merging) the roots,
+		// now that the session has opened: a refused load writes nothing.
+		if err := hs.Update(ctx, func(m *session.Meta) { m.Cwd, m.AdditionalDirs = cwd, dirs }); err != nil {
 			return nil, s.sessionError(op, meta.ID, err)
 		}
 		if hs, err = s.opts.Host.Reopen(ctx, meta.ID); err != nil {
 			return nil, s.sessionError(op, meta.ID, err)
 		}
-	}
-	if c, _ := host.Canonical(p.Cwd); c != hs.Meta().Cwd {
-		s.log.Info("acp: client cwd differs from the session's; the session keeps its own", "session_id", meta.ID, "cwd", c, "session_cwd", hs.Meta().Cwd)
 	}
 	return hs, nil
 }
@@ -121,7 +119,7 @@ func (s *server) resumeSession(ctx context.Context, p *LoadSessionRequest) (*Loa
 }
 
 func (s *server) forkSession(ctx context.Context, p *LoadSessionRequest) (*NewSessionResponse, error) {
-	_, dirs, err := checkDirs(p.Cwd, p.AdditionalDirectories)
+	cwd, dirs, err := checkDirs(p.Cwd, p.AdditionalDirectories)
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +147,10 @@ func (s *server) forkSession(ctx context.Context, p *LoadSessionRequest) (*NewSe
 	if err != nil {
 		return nil, s.sessionError("fork session", meta.ID, err)
 	}
-	if !slices.Equal(hs.Meta().AdditionalDirs, dirs) {
-		if err := hs.Update(ctx, func(m *session.Meta) { m.AdditionalDirs = dirs }); err != nil {
+	if cur := hs.Meta(); !slices.Equal(cur.AdditionalDirs, dirs) || cur.Cwd != cwd {
+		// The fork is a new session: the request's cwd and directories
+		// apply to it, not the source's.
+		if err := hs.Update(ctx, func(m *session.Meta) { m.Cwd, m.AdditionalDirs = cwd, dirs }); err != nil {
 			return nil, s.sessionError("fork session", hs.ID(), err)
 		}
 		if hs, err = h.Reopen(ctx, hs.ID()); err != nil {

@@ -164,7 +164,12 @@ func TestApprovalsSwitch(t *testing.T) {
 	if asked.Load() != 1 || lastResult(t, s).Status != "ok" {
 		t.Fatalf("with approvals on: asked %d, %+v", asked.Load(), lastResult(t, s))
 	}
-	s.SetApprovals(false)
+	if err := s.SetApprovals(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.db.Sessions().Get(t.Context(), s.ID()); m.Approvals {
+		t.Fatal("the switch was not stored")
+	}
 	if _, err := s.Prompt(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -239,7 +239,7 @@ func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
 	}
 	meta, err := h.opts.Store.Create(ctx, session.Meta{
 		Cwd: cwd, AdditionalDirs: dirs, Profile: prof.Name, Project: o.Project,
-		Permission: level.String(), ParentID: o.ParentID,
+		Permission: level.String(), Approvals: h.opts.Permissions.Approvals, ParentID: o.ParentID,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create session: %w", err)

@@ -314,11 +314,32 @@ func TestApprovalsOffRefusalNamesTheLevel(t *testing.T) {
 	if tr := lastResult(t, s); tr.Status != session.StatusRefused || !strings.Contains(tr.Content[0].(model.Text).Text, "needs the workspace permission level") {
 		t.Fatalf("refusal %+v", tr)
 	}
-	s.SetApprovals(true)
+	if err := s.SetApprovals(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Prompt(t.Context(), model.Text{Text: "on"}); err != nil {
 		t.Fatal(err)
 	}
 	if tr := lastResult(t, s); tr.Status != session.StatusOK {
 		t.Fatalf("approved call %+v", tr)
+	}
+}
+
+func TestApprovalsRestoredOnReopen(t *testing.T) {
+	f := newFixture(t, `[]`)
+	h := f.host(t)
+	s, _ := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if s.Approvals() {
+		t.Fatal("approvals on, the policy says off")
+	}
+	if err := s.SetApprovals(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CloseSession(t.Context(), s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.Open(t.Context(), s.ID())
+	if err != nil || !again.Approvals() {
+		t.Fatalf("reopened: approvals %v err %v", again != nil && again.Approvals(), err)
 	}
 }

@@ -73,7 +73,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	}
 	s := &Session{h: h, id: meta.ID, lock: lock, meta: meta, profile: prof, subs: make(map[int]func(agent.Event))}
 	s.level.Store(int32(level))
-	s.approvals.Store(h.opts.Permissions.Approvals)
+	s.approvals.Store(meta.Approvals)
 	s.Touch()
 	if h.opts.DataDir != "" {
 		s.dataDir = filepath.Join(h.opts.DataDir, "sessions", meta.ID)
@@ -192,16 +192,24 @@ func (s *Session) SetLevel(ctx context.Context, l permission.Level) error {
 }
 
 // Update changes the session's stored description with edit, which may
-// change its title, additional directories, profile, project and
-// permission. A changed profile or directory applies once the session is
-// opened again (Host.Reopen); use SetLevel for the level.
+// change its title, cwd (an existing directory, recorded canonically),
+// additional directories, profile, project and permission. A changed cwd,
+// profile or directory applies once the session is opened again
+// (Host.Reopen); use SetLevel for the level.
 func (s *Session) Update(ctx context.Context, edit func(m *session.Meta)) error {
 	s.mu.Lock()
 	m := s.meta
 	s.mu.Unlock()
 	m.AdditionalDirs = slices.Clone(m.AdditionalDirs)
 	edit(&m)
-	m.ID, m.Cwd, m.ParentID = s.id, s.meta.Cwd, s.meta.ParentID
+	m.ID, m.ParentID = s.id, s.meta.ParentID
+	if m.Cwd != s.meta.Cwd {
+		cwd, err := Canonical(m.Cwd)
+		if err != nil {
+			return fmt.Errorf("update session: cwd: %w", err)
+		}
+		m.Cwd = cwd
+	}
 	if err := s.h.opts.Store.Update(ctx, m); err != nil {
 		return fmt.Errorf("update session: %w", err)
 	}
@@ -292,10 +300,23 @@ func (s *Session) ask(ctx context.Context, req permission.Request) (permission.D
 // the front door's asker rather than refused.
 func (s *Session) Approvals() bool { return s.approvals.Load() }
 
-// SetApprovals switches approvals; like a level change it applies to the
-// next tool call, even inside a running turn. It lasts as long as the
-// session is open.
-func (s *Session) SetApprovals(on bool) { s.approvals.Store(on) }
+// SetApprovals switches approvals and stores the switch on the session's
+// row; like a level change it applies to the next tool call, even inside a
+// running turn, and load and resume restore it.
+func (s *Session) SetApprovals(ctx context.Context, on bool) error {
+	s.mu.Lock()
+	m := s.meta
+	m.Approvals = on
+	s.mu.Unlock()
+	if err := s.h.opts.Store.Update(ctx, m); err != nil {
+		return fmt.Errorf("set approvals: %w", err)
+	}
+	s.mu.Lock()
+	s.meta = m
+	s.mu.Unlock()
+	s.approvals.Store(on)
+	return nil
+}
 
 // Touch records that a front door used the session, for the idle sweep.
 func (s *Session) Touch() { s.used.Store(s.h.opts.Now().UnixNano()) }

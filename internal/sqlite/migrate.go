@@ -61,6 +61,7 @@ CREATE TABLE locks (
 `},
 	{2, "schedule", scheduleSchema}, // schedule.go
 	{3, "fork point", `ALTER TABLE sessions ADD COLUMN forked_at INTEGER NOT NULL DEFAULT 0;`},
+	{4, "approvals", `ALTER TABLE sessions ADD COLUMN approvals INTEGER NOT NULL DEFAULT 0;`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

@@ -255,9 +255,9 @@ func (s *Sessions) Fork(ctx context.Context, sessionID string, throughTurn int64
 		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
 	}
 	if _, err := tx.ExecContext(ctx, `
-INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, parent_id, forked_at, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`,
-		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, m.ForkedAt, toMicro(m.CreatedAt), toMicro(m.UpdatedAt)); err != nil {
+INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, approvals, parent_id, forked_at, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`,
+		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, m.Approvals, m.ForkedAt, toMicro(m.CreatedAt), toMicro(m.UpdatedAt)); err != nil {
 		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
 	}
 	if _, err := tx.ExecContext(ctx, `

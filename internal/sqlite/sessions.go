@@ -74,9 +74,9 @@ func (s *Sessions) Create(ctx context.Context, m session.Meta) (session.Meta, er
 		return session.Meta{}, fmt.Errorf("create session: %w", err)
 	}
 	_, err = db.writer.ExecContext(ctx, `
-INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, parent_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, nullable(m.ParentID),
+INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, approvals, parent_id, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, m.Approvals, nullable(m.ParentID),
 		toMicro(m.CreatedAt), toMicro(m.UpdatedAt))
 	switch sqliteCode(err) {
 	case 0:
@@ -147,8 +147,8 @@ func (s *Sessions) Update(ctx context.Context, m session.Meta) error {
 		return fmt.Errorf("update session %s: %w", m.ID, err)
 	}
 	res, err := db.writer.ExecContext(ctx, `
-UPDATE sessions SET title = ?, additional_dirs = ?, profile = ?, project = ?, permission = ?
-WHERE id = ?`, m.Title, dirs, m.Profile, m.Project, m.Permission, m.ID)
+UPDATE sessions SET title = ?, cwd = ?, additional_dirs = ?, profile = ?, project = ?, permission = ?, approvals = ?
+WHERE id = ?`, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, m.Approvals, m.ID)
 	if err != nil {
 		return fmt.Errorf("update session %s: %w", m.ID, err)
 	}
@@ -247,7 +247,7 @@ func scanMeta(sc interface{ Scan(...any) error }) (session.Meta, error) {
 	var m session.Meta
 	var dirs []byte
 	var created, updated int64
-	err := sc.Scan(&m.ID, &m.Title, &m.Cwd, &dirs, &m.Profile, &m.Project, &m.Permission, &m.ParentID, &m.ForkedAt, &created, &updated)
+	err := sc.Scan(&m.ID, &m.Title, &m.Cwd, &dirs, &m.Profile, &m.Project, &m.Permission, &m.ParentID, &m.ForkedAt, &m.Approvals, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return session.Meta{}, session.ErrNotFound
 	}

@@ -178,9 +178,9 @@ func testUpdate(t *testing.T, open Opener) {
 	m := mustCreate(t, s, session.Meta{Cwd: "/w", AdditionalDirs: []string{"/x"}, Profile: "p", Permission: "read"})
 
 	upd := m
-	upd.Title = "renamed"
+	upd.Title, upd.Cwd = "renamed", "/v"
 	upd.AdditionalDirs = []string{"/y", "/z"}
-	upd.Profile, upd.Project, upd.Permission = "q", "proj", "unrestricted"
+	upd.Profile, upd.Project, upd.Permission, upd.Approvals = "q", "proj", "unrestricted", true
 	if err := s.Update(ctx, upd); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
@@ -248,7 +248,7 @@ func checkMeta(t *testing.T, what string, got, want session.Meta) {
 	t.Helper()
 	if got.ID != want.ID || got.Title != want.Title || got.Cwd != want.Cwd ||
 		got.Profile != want.Profile || got.Project != want.Project ||
-		got.Permission != want.Permission || got.ParentID != want.ParentID || got.ForkedAt != want.ForkedAt ||
+		got.Permission != want.Permission || got.ParentID != want.ParentID || got.ForkedAt != want.ForkedAt || got.Approvals != want.Approvals ||
 		!slices.Equal(got.AdditionalDirs, want.AdditionalDirs) ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(want.UpdatedAt) {
 		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
