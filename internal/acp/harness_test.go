@@ -94,6 +94,7 @@ type harnessOptions struct {
 	opts      Options
 	init      *InitializeRequest
 	window    int
+	maxBytes  int            // the profile's max_request_bytes
 	provider  model.Provider // instead of a script of rounds
 	shell     bool           // add shell_execute
 }
@@ -131,7 +132,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		Profiles: func(name string) (host.Profile, error) {
 			switch name {
 			case "", "test":
-				return host.Profile{Name: "test", Provider: prov, ContextWindow: o.window, Vision: true}, nil
+				return host.Profile{Name: "test", Provider: prov, ContextWindow: o.window, MaxRequestBytes: o.maxBytes, Vision: true}, nil
 			case "other":
 				return host.Profile{Name: "other", Provider: prov, ContextWindow: o.window}, nil
 			}

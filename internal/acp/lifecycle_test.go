@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"meka.dev/meka/internal/acp/jsonrpc"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -311,5 +312,22 @@ func TestClientCwdWins(t *testing.T) {
 	}
 	if m, _ := h.host.Store().Get(t.Context(), id); m.Cwd != canon {
 		t.Fatalf("a refused load changed the cwd to %q", m.Cwd)
+	}
+}
+
+// TestPromptOverMaxRequestBytes: a prompt the profile cannot send is
+// refused with InvalidParams, and nothing reaches the log.
+func TestPromptOverMaxRequestBytes(t *testing.T) {
+	h := newHarness(t, harnessOptions{maxBytes: 100, rounds: `[{"text":"fine"}]`})
+	id := h.newSession()
+	e := h.callErr("session/prompt", PromptRequest{SessionID: id, Prompt: []ContentBlock{TextBlock(strings.Repeat("x", 101))}})
+	if e == nil || e.Code != jsonrpc.InvalidParams || !strings.Contains(e.Message, "max_request_bytes") {
+		t.Fatalf("error %+v", e)
+	}
+	if rows, _ := h.host.Store().Rows(t.Context(), id, 0); len(rows) != 0 {
+		t.Fatalf("%d rows stored", len(rows))
+	}
+	if r := h.prompt(id, "short"); r.StopReason != "end_turn" {
+		t.Fatalf("a prompt within the bound: %+v", r)
 	}
 }

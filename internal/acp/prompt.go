@@ -51,6 +51,11 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 	if err != nil {
 		return nil, err
 	}
+	if limit := hs.Profile().MaxRequestBytes; limit > 0 {
+		if n := partsSize(parts); n > limit {
+			return nil, invalidParams("the prompt is %d bytes, over this profile's max_request_bytes of %d: attach less, or link files instead of embedding them", n, limit)
+		}
+	}
 	// The palette is refreshed at the top of every prompt.
 	s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: s.commands()})
 	if cmd, ok := localCommand(p.Prompt); ok {
@@ -221,4 +226,21 @@ func lastSegment(uri string) string {
 
 func escapeAttr(s string) string {
 	return strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;").Replace(s)
+}
+
+// partsSize is the bytes a prompt adds to a request: its text, embedded
+// resources and images.
+func partsSize(parts model.Parts) int {
+	n := 0
+	for _, p := range parts {
+		switch p := p.(type) {
+		case model.Text:
+			n += len(p.Text)
+		case model.Resource:
+			n += len(p.Text) + len(p.URI)
+		case model.Image:
+			n += len(p.Data)
+		}
+	}
+	return n
 }

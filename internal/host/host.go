@@ -36,6 +36,9 @@ type Profile struct {
 	Model           string
 	ContextWindow   int
 	MaxOutputTokens int
+	// MaxRequestBytes bounds what one prompt may add to a request; 0 means
+	// no bound.
+	MaxRequestBytes int
 	Vision          bool
 }
 
