@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"permission":             {},
 	"internal/sandbox":       {},
 	"internal/schedule/cron": {},
+	"internal/imaging":       {},
 	"internal/config":        {"permission"},
 	// L1
 	"session":             {"model"},
@@ -52,7 +53,7 @@ var allowed = map[string][]string{
 	"internal/schedule": {"internal/schedule/cron", "session", "tool", "permission", "model", "agent"},
 	// L5: front doors never import each other.
 	"internal/acp/jsonrpc": {},
-	"internal/acp":         {"internal/acp/jsonrpc", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	"internal/acp":         {"internal/acp/jsonrpc", "internal/imaging", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
 	"internal/httpapi":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
 	"internal/repl":        {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
 	"internal/oneshot":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},

@@ -1,9 +1,13 @@
 package acp
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/image/bmp"
+	"image"
 	"meka.dev/meka/internal/acp/jsonrpc"
 	"path/filepath"
 	"slices"
@@ -189,6 +193,10 @@ func TestRelayPolicyWithholds(t *testing.T) {
 	}
 }
 
+// onePixelPNG is a valid 70-byte PNG, which the image pipeline passes
+// through untouched.
+const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
 func TestPromptContent(t *testing.T) {
 	text := "package b"
 	blob := "AAEC"
@@ -197,7 +205,7 @@ func TestPromptContent(t *testing.T) {
 		{Type: "resource_link", URI: "file:///p/a.go", Name: "a.go", MimeType: "text/x-go"},
 		{Type: "resource", Resource: &EmbeddedResource{URI: "file:///p/b.go", Text: &text}},
 		{Type: "resource", Resource: &EmbeddedResource{URI: "file:///p/c.bin", Blob: &blob}},
-		{Type: "image", MimeType: "image/png", Data: "iVBORw0KGgo="},
+		{Type: "image", MimeType: "image/png", Data: onePixelPNG},
 	}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +219,7 @@ func TestPromptContent(t *testing.T) {
 	if tx := parts[3].(model.Text); tx.Text != `<resource uri="file:///p/c.bin" encoding="base64"/>` {
 		t.Fatalf("blob: %q", tx.Text)
 	}
-	if img := parts[4].(model.Image); img.MediaType != "image/png" || len(img.Data) != 8 {
+	if img := parts[4].(model.Image); img.MediaType != "image/png" || len(img.Data) != 70 {
 		t.Fatalf("image: %+v", img)
 	}
 	for _, bad := range [][]ContentBlock{
@@ -226,6 +234,15 @@ func TestPromptContent(t *testing.T) {
 	}
 	if _, err := promptParts([]ContentBlock{{Type: "image", MimeType: "image/png", Data: "AAAA"}}, false); err == nil {
 		t.Error("accepted an image without vision")
+	}
+	// A format models do not read goes through the pipeline as PNG.
+	var bmpData bytes.Buffer
+	if err := bmp.Encode(&bmpData, image.NewGray(image.Rect(0, 0, 3, 2))); err != nil {
+		t.Fatal(err)
+	}
+	conv, err := promptParts([]ContentBlock{{Type: "image", MimeType: "image/bmp", Data: base64.StdEncoding.EncodeToString(bmpData.Bytes())}}, true)
+	if err != nil || conv[0].(model.Image).MediaType != "image/png" {
+		t.Fatalf("bmp: %+v %v", conv, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"meka.dev/meka/internal/imaging"
 	"path"
 	"strings"
 
@@ -16,12 +17,6 @@ import (
 
 // errCancelled is the cause of a turn canceled by session/cancel.
 var errCancelled = errors.New("cancelled by the client")
-
-// MaxImageBytes caps an image attached to a prompt.
-const MaxImageBytes = 5 << 20
-
-// imageTypes are the formats providers accept natively.
-var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
 // prompt runs a turn; reqID is the request's id, under which the ingress
 // reader recorded it.
@@ -188,22 +183,21 @@ func promptParts(blocks []ContentBlock, vision bool) (model.Parts, error) {
 }
 
 func decodeImage(b ContentBlock) (model.Image, error) {
-	mt := strings.ToLower(strings.TrimSpace(b.MimeType))
-	if mt == "image/jpg" {
-		mt = "image/jpeg"
+	if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(b.MimeType)), "image/") {
+		return model.Image{}, fmt.Errorf("%q is not an image type", b.MimeType)
 	}
-	if !imageTypes[mt] {
-		return model.Image{}, fmt.Errorf("image type %q is not supported (png, jpeg, gif or webp)", b.MimeType)
-	}
-	if base64.StdEncoding.DecodedLen(len(b.Data)) > MaxImageBytes+3 {
-		return model.Image{}, fmt.Errorf("image is larger than %d MiB", MaxImageBytes>>20)
+	if base64.StdEncoding.DecodedLen(len(b.Data)) > imaging.MaxInputBytes+3 {
+		return model.Image{}, fmt.Errorf("image is larger than %d MiB", imaging.MaxInputBytes>>20)
 	}
 	data, err := base64.StdEncoding.DecodeString(b.Data)
 	if err != nil {
 		return model.Image{}, fmt.Errorf("image data is not base64: %v", err)
 	}
-	if len(data) > MaxImageBytes {
-		return model.Image{}, fmt.Errorf("image is larger than %d MiB", MaxImageBytes>>20)
+	// The pipeline converts formats models do not read and scales down
+	// what is too large; the declared type is not trusted.
+	data, mt, err := imaging.Normalize(data)
+	if err != nil {
+		return model.Image{}, err
 	}
 	name := ""
 	if b.URI != "" {
