@@ -160,17 +160,30 @@ func (instant) Stream(context.Context, *model.Request) iter.Seq2[model.Event, er
 }
 
 func BenchmarkRoundEngineOnly(b *testing.B) {
-	e, err := agent.New(agent.Options{Provider: instant{}, Log: &seqLog{}}, nil)
+	// A 200-row history, kept between 200 and 300 rows by starting over
+	// every 50 turns outside the timer.
+	var history []session.Row
+	log := &seqLog{}
+	seed, err := agent.New(agent.Options{Provider: instant{}, Log: log}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < 100; i++ {
-		if _, err := e.Run(b.Context(), userText(fmt.Sprintf("message %d with some text in it", i))); err != nil {
+		if _, err := seed.Run(b.Context(), userText(fmt.Sprintf("message %d with some text in it", i))); err != nil {
 			b.Fatal(err)
 		}
 	}
+	history = seed.Rows()
+	var e *agent.Engine
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if i%50 == 0 {
+			b.StopTimer()
+			if e, err = agent.New(agent.Options{Provider: instant{}, Log: log}, history); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
 		if _, err := e.Run(b.Context(), userText("go on")); err != nil {
 			b.Fatal(err)
 		}
