@@ -34,7 +34,12 @@ type Spec struct {
 	Name        string
 	Description string
 	// Schema is the JSON schema of the arguments; calls are validated
-	// against it before Run.
+	// against it before Run. Only these keywords are understood, and a
+	// schema using another is refused at registration: type, properties,
+	// required, additionalProperties, items, enum, const, minItems,
+	// maxItems, minLength, maxLength, minimum, maximum, pattern (Go
+	// regexp syntax), allOf, anyOf, oneOf, and the annotations
+	// description, title, default, examples and $schema.
 	Schema json.RawMessage
 	// Level is what the session must hold for a call to run.
 	Level permission.Level
