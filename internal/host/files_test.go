@@ -220,14 +220,19 @@ func TestTitleAndUpdate(t *testing.T) {
 	if err := s.SetLevel(t.Context(), permission.Workspace); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(t.Context(), func(m *session.Meta) { m.Profile = "other"; m.Cwd = "/elsewhere" }); err != nil {
+	if err := s.Update(t.Context(), func(m *session.Meta) { m.Cwd = "/elsewhere/missing" }); err == nil {
+		t.Fatal("updated the cwd to a missing directory")
+	}
+	moved := t.TempDir()
+	if err := s.Update(t.Context(), func(m *session.Meta) { m.Profile = "other"; m.Cwd = moved }); err != nil {
 		t.Fatal(err)
 	}
 	stored, err := h.Store().Get(t.Context(), s.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.Title != "fix the build @b.go" || stored.Permission != "workspace" || stored.Profile != "other" || stored.Cwd != s.Meta().Cwd {
+	canon, _ := filepath.EvalSymlinks(moved)
+	if stored.Title != "fix the build @b.go" || stored.Permission != "workspace" || stored.Profile != "other" || stored.Cwd != canon {
 		t.Fatalf("stored %+v", stored)
 	}
 	if _, err := s.Prompt(t.Context(), model.Text{Text: "second"}); err != nil {
