@@ -23,12 +23,15 @@ type Image struct {
 }
 
 // Resource is a file or link the user attached, kept in place in the
-// message. Text is its content when it was embedded, empty for a link.
+// message. Text is its content when it was embedded, empty for a link;
+// Blob marks embedded binary contents, whose payload is not kept.
 type Resource struct {
-	URI      string `json:"uri"`
-	Name     string `json:"name,omitempty"`
-	MimeType string `json:"mime_type,omitempty"`
-	Text     string `json:"text,omitempty"`
+	URI         string `json:"uri"`
+	Name        string `json:"name,omitempty"`
+	MimeType    string `json:"mime_type,omitempty"`
+	Text        string `json:"text,omitempty"`
+	Description string `json:"description,omitempty"`
+	Blob        bool   `json:"blob,omitempty"`
 }
 
 // Thinking is the model's reasoning. Provider names the wire format that

@@ -32,9 +32,10 @@ func ToolArguments(s string) json.RawMessage {
 
 // PromptText is how a resource reads in a prompt for a wire format without
 // a native block for it: an embedded resource as
-// <resource uri="…">contents</resource>, a link as
-// <resource_link name="…" uri="…"></resource_link>, each with mime="…"
-// when the type is known.
+// <resource uri="…">contents</resource>, a binary one as the marker
+// <resource uri="…" encoding="base64"/>, a link as
+// <resource_link name="…" uri="…">description</resource_link>, each with
+// mime="…" when the type is known.
 func (r Resource) PromptText() string {
 	var b strings.Builder
 	attr := func(k, v string) {
@@ -42,7 +43,14 @@ func (r Resource) PromptText() string {
 			b.WriteString(" " + k + `="` + html.EscapeString(v) + `"`)
 		}
 	}
-	if r.Text != "" {
+	switch {
+	case r.Blob:
+		b.WriteString("<resource")
+		attr("uri", r.URI)
+		attr("mime", r.MimeType)
+		b.WriteString(` encoding="base64"/>`)
+		return b.String()
+	case r.Text != "":
 		b.WriteString("<resource")
 		attr("uri", r.URI)
 		attr("mime", r.MimeType)
@@ -53,7 +61,7 @@ func (r Resource) PromptText() string {
 	attr("name", r.Name)
 	attr("uri", r.URI)
 	attr("mime", r.MimeType)
-	b.WriteString("></resource_link>")
+	b.WriteString(">" + html.EscapeString(r.Description) + "</resource_link>")
 	return b.String()
 }
 

@@ -202,7 +202,7 @@ func TestPromptContent(t *testing.T) {
 	blob := "AAEC"
 	parts, err := promptParts([]ContentBlock{
 		TextBlock("see "),
-		{Type: "resource_link", URI: "file:///p/a.go", Name: "a.go", MimeType: "text/x-go"},
+		{Type: "resource_link", URI: "file:///p/a.go", Name: "a.go", MimeType: "text/x-go", Description: "the parser"},
 		{Type: "resource", Resource: &EmbeddedResource{URI: "file:///p/b.go", Text: &text}},
 		{Type: "resource", Resource: &EmbeddedResource{URI: "file:///p/c.bin", Blob: &blob}},
 		{Type: "image", MimeType: "image/png", Data: onePixelPNG},
@@ -210,14 +210,14 @@ func TestPromptContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := parts[1].(model.Resource); r.PromptText() != `<resource_link name="a.go" uri="file:///p/a.go" mime="text/x-go"></resource_link>` {
+	if r := parts[1].(model.Resource); r.PromptText() != `<resource_link name="a.go" uri="file:///p/a.go" mime="text/x-go">the parser</resource_link>` {
 		t.Fatalf("link: %s", r.PromptText())
 	}
 	if r := parts[2].(model.Resource); r.Name != "b.go" || r.PromptText() != `<resource uri="file:///p/b.go">package b</resource>` {
 		t.Fatalf("resource: %+v", r)
 	}
-	if tx := parts[3].(model.Text); tx.Text != `<resource uri="file:///p/c.bin" encoding="base64"/>` {
-		t.Fatalf("blob: %q", tx.Text)
+	if r := parts[3].(model.Resource); r.Name != "c.bin" || r.PromptText() != `<resource uri="file:///p/c.bin" encoding="base64"/>` {
+		t.Fatalf("blob: %+v", r)
 	}
 	if img := parts[4].(model.Image); img.MediaType != "image/png" || len(img.Data) != 70 {
 		t.Fatalf("image: %+v", img)

@@ -149,7 +149,7 @@ func promptParts(blocks []ContentBlock, vision bool) (model.Parts, error) {
 			if name == "" {
 				name = lastSegment(b.URI)
 			}
-			parts = append(parts, model.Resource{URI: b.URI, Name: name, MimeType: b.MimeType})
+			parts = append(parts, model.Resource{URI: b.URI, Name: name, MimeType: b.MimeType, Description: b.Description})
 		case "resource":
 			r := b.Resource
 			if r == nil || r.URI == "" {
@@ -159,8 +159,9 @@ func promptParts(blocks []ContentBlock, vision bool) (model.Parts, error) {
 			case r.Text != nil:
 				parts = append(parts, model.Resource{URI: r.URI, Name: lastSegment(r.URI), MimeType: r.MimeType, Text: *r.Text})
 			case r.Blob != nil:
-				// The payload is not inlined; the model reads a marker.
-				parts = append(parts, model.Text{Text: fmt.Sprintf(`<resource uri="%s" encoding="base64"/>`, escapeAttr(r.URI))})
+				// The payload is not inlined; the model reads a marker, and
+				// load replays it as a link.
+				parts = append(parts, model.Resource{URI: r.URI, Name: lastSegment(r.URI), MimeType: r.MimeType, Blob: true})
 			default:
 				return nil, invalidParams("prompt[%d]: resource has neither text nor blob", i)
 			}

@@ -48,6 +48,9 @@ type wirePart struct {
 	CallID    string          `json:"call_id"`
 	Content   []wirePart      `json:"content"`
 	IsError   bool            `json:"is_error"`
+	// Resource's own fields.
+	Description string `json:"description"`
+	Blob        bool   `json:"blob"`
 }
 
 type wireUser struct {
@@ -130,7 +133,7 @@ func toParts(ws []wirePart) (model.Parts, error) {
 		case "image":
 			ps[i] = model.Image{MediaType: w.MediaType, Data: w.Data, Name: w.Name}
 		case "resource":
-			ps[i] = model.Resource{URI: w.URI, Name: w.Name, MimeType: w.MimeType, Text: w.Text}
+			ps[i] = model.Resource{URI: w.URI, Name: w.Name, MimeType: w.MimeType, Text: w.Text, Description: w.Description, Blob: w.Blob}
 		case "thinking":
 			ps[i] = model.Thinking{Text: w.Text, Signature: w.Signature, Redacted: w.Redacted, Provider: w.Provider}
 		case "tool_call":
