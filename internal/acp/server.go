@@ -71,7 +71,7 @@ type Options struct {
 // the connection opened is closed before it returns.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	s := newServer(opts)
-	s.conn = jsonrpc.NewConn(&ingress{r: r, a: s.arrivals}, w, s, jsonrpc.Options{MaxLineBytes: s.opts.MaxLineBytes, Logger: s.log})
+	s.conn = jsonrpc.NewConn(r, w, s, jsonrpc.Options{MaxLineBytes: s.opts.MaxLineBytes, Logger: s.log, Arrived: s.arrivals.arrived})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.base = ctx

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"meka.dev/meka/internal/acp/jsonrpc"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,19 +81,17 @@ func TestCancelRightAfterPrompt(t *testing.T) {
 	}
 }
 
-// TestLatch pins the latch itself: a prompt the ingress reader has seen
-// but whose handler has not started is cancelled as it starts; a cancel
-// with nothing on its way is discarded.
+// TestLatch pins the latch itself: a prompt the reader has seen but whose
+// handler has not started is cancelled as it starts; a cancel with nothing
+// on its way is discarded. Where the id and sessionId sit in the line
+// does not matter: a long prompt may put them last.
 func TestLatch(t *testing.T) {
 	a := newArrivals()
-	in := &ingress{r: strings.NewReader(`{"jsonrpc":"2.0","id":"p-1","method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}` + "\n" +
-		`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s2","prompt":[]}}` + "\n"), a: a}
-	buf := make([]byte, 7) // lines cross reads
-	for {
-		if _, err := in.Read(buf); err != nil {
-			break
-		}
-	}
+	long := strings.Repeat("x", 64<<10)
+	a.arrived(&jsonrpc.Request{ID: json.RawMessage(`"p-1"`), Method: "session/prompt",
+		Params: json.RawMessage(`{"prompt":[{"type":"text","text":"` + long + `"}],"sessionId":"s1"}`)})
+	a.arrived(&jsonrpc.Request{ID: json.RawMessage(`2`), Method: "session/prompt", Params: json.RawMessage(`{"sessionId":"s2","prompt":[]}`)})
+	a.arrived(&jsonrpc.Request{ID: json.RawMessage(`3`), Method: "session/load", Params: json.RawMessage(`{"sessionId":"s3"}`)})
 	if a.latch("nobody") {
 		t.Fatal("latched a session with no prompt on its way")
 	}

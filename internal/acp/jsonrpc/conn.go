@@ -42,17 +42,24 @@ type Options struct {
 	// Logger receives what cannot be sent: handler errors, unmatched
 	// responses, write failures. Nil discards.
 	Logger *slog.Logger
+	// Arrived, when set, sees each inbound request on the reader goroutine,
+	// before it is dispatched and before any later line is read: whatever
+	// it records is there for every message that follows on the wire (a
+	// cancel notification racing its prompt's handler). It must not block
+	// and must not keep req.
+	Arrived func(req *Request)
 }
 
 // Conn is one JSON-RPC connection: it reads messages from r and writes
 // them to w, one per line. Call and Notify may be used from any goroutine,
 // before and during Serve.
 type Conn struct {
-	r   io.Reader
-	w   io.Writer
-	h   Handler
-	max int
-	log *slog.Logger
+	r       io.Reader
+	w       io.Writer
+	h       Handler
+	max     int
+	arrived func(*Request)
+	log     *slog.Logger
 
 	nextID atomic.Int64
 
@@ -86,6 +93,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		w:        w,
 		h:        h,
 		max:      opts.MaxLineBytes,
+		arrived:  opts.Arrived,
 		log:      opts.Logger,
 		wsem:     make(chan struct{}, 1),
 		pending:  make(map[string]*call),
@@ -198,6 +206,9 @@ func (c *Conn) dispatch(line []byte) bool {
 	}
 	switch m.kind {
 	case kindRequest:
+		if c.arrived != nil {
+			c.arrived(&Request{ID: m.id, Method: m.method, Params: m.params})
+		}
 		return c.startRequest(m)
 	case kindNotification:
 		if m.method == "$/cancel_request" {

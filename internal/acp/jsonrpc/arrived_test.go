@@ -1,0 +1,42 @@
+package jsonrpc
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+// TestArrivedPrecedesLaterMessages: what Arrived records for a request is
+// there when the notification after it on the wire is handled, even though
+// the request's handler has not started.
+func TestArrivedPrecedesLaterMessages(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	release := make(chan struct{})
+	got := make(chan string, 1)
+	h := funcs{
+		handle: func(ctx context.Context, req *Request) (any, error) {
+			<-release
+			return struct{}{}, nil
+		},
+		notify: func(ctx context.Context, n *Notification) {
+			mu.Lock()
+			defer mu.Unlock()
+			got <- seen[`"p-1"`]
+		},
+	}
+	p := newPeer(t, h, Options{Arrived: func(req *Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[string(req.ID)] = req.Method
+	}})
+	p.send(`{"jsonrpc":"2.0","id":"p-1","method":"session/prompt","params":{}}`)
+	p.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`)
+	if m := <-got; m != "session/prompt" {
+		t.Fatalf("the notification saw %q", m)
+	}
+	close(release)
+	if w := p.recv(); string(w.ID) != `"p-1"` {
+		t.Fatalf("response %s", w.raw)
+	}
+}
