@@ -29,4 +29,3 @@ func FuzzUnmarshalUpdate(f *testing.F) {
 		}
 	})
 }
-
