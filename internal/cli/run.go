@@ -42,6 +42,8 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 		return err
 	}
 	defer a.close(context.WithoutCancel(ctx))
+	// A standing terminal is a long-lived host: jobs its session set fire.
+	defer a.startScheduler(ctx)()
 	dir, err := cwd()
 	if err != nil {
 		return err
