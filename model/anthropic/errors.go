@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -18,52 +14,11 @@ import (
 	"meka.dev/meka/model"
 )
 
-// maxErrorBody bounds how much of an error response is read; a provider's
-// error text is far shorter, so this only guards memory.
-const maxErrorBody = 1 << 20
-
 // classify is SDK middleware that turns an HTTP error status or a
-// connection failure into a *model.Error before the SDK sees it, so the
-// provider's text and Retry-After survive whole.
+// connection failure into a *model.Error before the SDK sees it.
 func classify(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	res, err := next(req)
-	if err != nil {
-		if req.Context().Err() == nil && isConnError(err) {
-			return nil, &model.Error{Provider: Name, Err: err}
-		}
-		return nil, err
-	}
-	if res.StatusCode < 400 {
-		return res, nil
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-	return nil, &model.Error{
-		Provider:   Name,
-		Status:     res.StatusCode,
-		Body:       strings.TrimSpace(string(body)),
-		RetryAfter: retryAfter(res.Header, time.Now()),
-	}
-}
-
-// retryAfter reads retry-after-ms, for sub-second waits, or else
-// Retry-After.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 && ms < float64(time.Hour/time.Millisecond) {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	return model.ParseRetryAfter(h.Get("Retry-After"), now)
-}
-
-// isConnError reports a failure to reach the server or to hear it out:
-// refused, reset, cut short or timed out.
-func isConnError(err error) bool {
-	var op *net.OpError
-	var ne net.Error
-	return errors.As(err, &op) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
-		(errors.As(err, &ne) && ne.Timeout())
+	return model.ClassifyHTTP(Name, res, err, req.Context().Err(), time.Now())
 }
 
 // callError is the error a failed call reports.
@@ -85,7 +40,7 @@ func callError(ctx context.Context, err error) error {
 		}
 		return &model.Error{Provider: Name, Status: status, Body: strings.TrimSpace(ae.RawJSON()), Err: errStreamEvent}
 	}
-	if isConnError(err) {
+	if model.IsConnError(err) {
 		return &model.Error{Provider: Name, Err: err}
 	}
 	return fmt.Errorf("call anthropic: %w", err)

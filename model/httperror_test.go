@@ -1,4 +1,4 @@
-package openai
+package model
 
 import (
 	"errors"
@@ -28,10 +28,10 @@ func TestRetryAfterHeaders(t *testing.T) {
 }
 
 func TestIsConnError(t *testing.T) {
-	if !isConnError(fmt.Errorf("read body: %w", io.ErrUnexpectedEOF)) {
+	if !IsConnError(fmt.Errorf("read body: %w", io.ErrUnexpectedEOF)) {
 		t.Error("a body cut short is not a connection error")
 	}
-	if isConnError(errors.New("invalid character 'x' looking for beginning of value")) {
+	if IsConnError(errors.New("invalid character 'x' looking for beginning of value")) {
 		t.Error("a decoding error is a connection error")
 	}
 }
