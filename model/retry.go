@@ -3,6 +3,8 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
+	"iter"
 	"time"
 )
 
@@ -55,6 +57,43 @@ func (r Retry) Do(ctx context.Context, try func() error) error {
 			t.Stop()
 			return err
 		case <-t.C:
+		}
+	}
+}
+
+// Stream is the retry policy of a streamed call: call makes one attempt,
+// passing each event to emit (which reports false once the consumer
+// stopped). An attempt that fails before its first event is retried as r
+// allows; once an event has been yielded an error ends the stream, since
+// the caller has seen output. A ctx canceled while waiting to retry is
+// reported as the cancellation, not as what was being retried.
+func (r Retry) Stream(ctx context.Context, provider string, call func(emit func(Event) bool) error) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		var started, stopped bool
+		emit := func(ev Event) bool {
+			started = true
+			if !yield(ev, nil) {
+				stopped = true
+			}
+			return !stopped
+		}
+		var final error
+		err := r.Do(ctx, func() error {
+			err := call(emit)
+			if started {
+				final = err
+				return nil
+			}
+			return err
+		})
+		if !started {
+			final = err
+			if err != nil && ctx.Err() != nil {
+				final = fmt.Errorf("call %s: %w", provider, context.Cause(ctx))
+			}
+		}
+		if final != nil && !stopped {
+			yield(nil, final)
 		}
 	}
 }

@@ -14,7 +14,6 @@ package openai
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
@@ -108,39 +107,12 @@ func (c *Client) Stream(ctx context.Context, req *model.Request) iter.Seq2[model
 			yield(nil, err)
 			return
 		}
-		var started, stopped bool
-		emit := func(ev model.Event) bool {
-			started = true
-			if !yield(ev, nil) {
-				stopped = true
-			}
-			return !stopped
-		}
-		var final error
-		err = c.opts.Retry.Do(ctx, func() error {
-			var err error
+		c.opts.Retry.Stream(ctx, Name, func(emit func(model.Event) bool) error {
 			if c.opts.NoStream {
-				err = c.whole(ctx, params, emit)
-			} else {
-				err = c.stream(ctx, params, emit)
+				return c.whole(ctx, params, emit)
 			}
-			if started {
-				// Too late to retry: the caller has seen output.
-				final = err
-				return nil
-			}
-			return err
-		})
-		if !started {
-			final = err
-			if err != nil && ctx.Err() != nil {
-				// Canceled while waiting to retry: say so, not what was retried.
-				final = fmt.Errorf("call %s: %w", Name, context.Cause(ctx))
-			}
-		}
-		if final != nil && !stopped {
-			yield(nil, final)
-		}
+			return c.stream(ctx, params, emit)
+		})(yield)
 	}
 }
 
