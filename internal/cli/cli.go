@@ -28,7 +28,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 // usageError is a mistake in how meka was called or configured: exit 2.
@@ -68,7 +73,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.err.Error() != "" {
+		if ee.err != nil {
 			fmt.Fprintf(stderr, "meka: %v\n", ee.err)
 		}
 		return ee.code

@@ -29,7 +29,8 @@ func runOneshot(ctx context.Context, g *globals, prompt string) error {
 	}
 	code := oneshot.Run(ctx, s, prompt, oneshot.Options{Stdout: g.stdout, Stderr: g.stderr, Plan: renderPlan, Verbose: g.verbose > 0})
 	if code != 0 {
-		return &exitError{code: code, err: fmt.Errorf("")}
+		// oneshot has said why on stderr.
+		return &exitError{code: code}
 	}
 	return nil
 }
