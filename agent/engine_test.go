@@ -414,3 +414,30 @@ func TestProviderFailureIsStoredAsNotice(t *testing.T) {
 		t.Fatalf("notice %+v", rows[len(rows)-1].Entry)
 	}
 }
+
+// A message sent mid-turn rides the reminder of a continued turn the way
+// it rides a tool round's results.
+func TestSteerRidesTheNudge(t *testing.T) {
+	h := newHarness(t, `[{"text":"done?"},{"text":"now done"}]`)
+	var inbox []model.Part
+	n := 0
+	e := h.engine(agent.Options{
+		Inbox: func() []model.Part { p := inbox; inbox = nil; return p },
+		Interceptors: []agent.StopInterceptor{interceptorFunc(func(context.Context, agent.StopInfo) agent.StopDecision {
+			n++
+			if n == 1 {
+				inbox = append(inbox, model.Text{Text: "also update the docs"})
+				return agent.StopDecision{Continue: true, Message: "1 item is open"}
+			}
+			return agent.StopDecision{}
+		})},
+	})
+	if _, err := e.Run(t.Context(), userText("go")); err != nil {
+		t.Fatal(err)
+	}
+	msgs := h.prov.Requests()[1].Messages
+	k := len(msgs)
+	if msgs[k-2].Text() != "1 item is open" || msgs[k-1].Text() != "also update the docs" {
+		t.Fatalf("second request ends with %q, %q", msgs[k-2].Text(), msgs[k-1].Text())
+	}
+}
