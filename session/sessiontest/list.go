@@ -50,7 +50,7 @@ func sameSet(a, b []string) bool {
 func testList(t *testing.T, open Opener) {
 	ctx := t.Context()
 	s := store(t, open)
-	const cwdA, cwdB = "/work/a", "/work/b"
+	const cwdA, cwdB = "/projects/a", "/projects/b"
 
 	var inA, inB, children []string
 	for i := range 25 {
@@ -132,12 +132,12 @@ func testList(t *testing.T, open Opener) {
 func testLatest(t *testing.T, open Opener) {
 	ctx := t.Context()
 	s := store(t, open)
-	const cwd = "/work/latest"
+	const cwd = "/projects/latest"
 	var ms []session.Meta
 	for range 3 {
 		ms = append(ms, mustCreate(t, s, session.Meta{Cwd: cwd}))
 	}
-	mustCreate(t, s, session.Meta{Cwd: "/work/elsewhere"})
+	mustCreate(t, s, session.Meta{Cwd: "/projects/elsewhere"})
 	got, err := s.Latest(ctx, cwd)
 	if err != nil || got.ID != ms[2].ID {
 		t.Errorf("Latest = %s, %v; want the newest, %s", got.ID, err, ms[2].ID)
@@ -148,7 +148,7 @@ func testLatest(t *testing.T, open Opener) {
 	if err != nil || got.ID != ms[1].ID {
 		t.Errorf("Latest after an append and a sub-agent = %s, %v; want the one appended to, %s", got.ID, err, ms[1].ID)
 	}
-	if _, err := s.Latest(ctx, "/work/none"); !errors.Is(err, session.ErrNotFound) {
+	if _, err := s.Latest(ctx, "/projects/none"); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Latest of an empty cwd: %v, want ErrNotFound", err)
 	}
 }

@@ -44,7 +44,7 @@ func everyVariant() []session.Row {
 			Parts: model.Parts{
 				model.Text{Text: "look at this: ünïcödé \u2603 \"quoted\" <tag> &amp;\n"},
 				model.Image{MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', 0, 0xff}, Name: "shot.png"},
-				model.Resource{URI: "file:///work/a.go", Name: "a.go", MimeType: "text/x-go", Text: "package a\n"},
+				model.Resource{URI: "file:///projects/a.go", Name: "a.go", MimeType: "text/x-go", Text: "package a\n"},
 			},
 			Source: session.SourceSteer,
 		}},

@@ -92,8 +92,8 @@ func testCreateGet(t *testing.T, open Opener) {
 
 	in := session.Meta{
 		Title:          "first",
-		Cwd:            "/work/a",
-		AdditionalDirs: []string{"/work/b", "/work/c"},
+		Cwd:            "/projects/a",
+		AdditionalDirs: []string{"/projects/b", "/projects/c"},
 		Profile:        "fast",
 		Project:        "meka",
 		Permission:     "workspace",
@@ -114,20 +114,20 @@ func testCreateGet(t *testing.T, open Opener) {
 	}
 	checkMeta(t, "Get", got, want)
 
-	other := mustCreate(t, s, session.Meta{Cwd: "/work/a", Permission: "read"})
+	other := mustCreate(t, s, session.Meta{Cwd: "/projects/a", Permission: "read"})
 	if other.ID == m.ID {
 		t.Errorf("two sessions got the same id %s", m.ID)
 	}
 
 	const id = "7d1e9c1a-6a3b-4c2d-9e8f-0a1b2c3d4e5f"
-	child := mustCreate(t, s, session.Meta{ID: id, Cwd: "/work/a", ParentID: m.ID})
+	child := mustCreate(t, s, session.Meta{ID: id, Cwd: "/projects/a", ParentID: m.ID})
 	if child.ID != id || child.ParentID != m.ID {
 		t.Errorf("Create with id and parent = %s (parent %q), want %s (parent %s)", child.ID, child.ParentID, id, m.ID)
 	}
-	if _, err := s.Create(ctx, session.Meta{ID: id, Cwd: "/work/a"}); err == nil {
+	if _, err := s.Create(ctx, session.Meta{ID: id, Cwd: "/projects/a"}); err == nil {
 		t.Errorf("Create with an existing id succeeded")
 	}
-	if _, err := s.Create(ctx, session.Meta{Cwd: "/work/a", ParentID: "0e0e0e0e-0e0e-4e0e-8e0e-0e0e0e0e0e0e"}); !errors.Is(err, session.ErrNotFound) {
+	if _, err := s.Create(ctx, session.Meta{Cwd: "/projects/a", ParentID: "0e0e0e0e-0e0e-4e0e-8e0e-0e0e0e0e0e0e"}); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Create with an unknown parent: %v, want ErrNotFound", err)
 	}
 }
