@@ -14,6 +14,7 @@ import (
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/schedule"
 	"meka.dev/meka/internal/schedule/cron"
+	"meka.dev/meka/internal/schedule/sqlitestore"
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -139,11 +140,11 @@ func listJobs(ctx context.Context, w io.Writer, db *sqlite.DB, sessionPrefix str
 		}
 		sessionID = m.ID
 	}
-	stored, err := db.Schedules().List(ctx, sessionID)
+	jobs, err := sqlitestore.New(db.Schedules()).List(ctx, sessionID)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	if len(stored) == 0 {
+	if len(jobs) == 0 {
 		if sessionID != "" {
 			fmt.Fprintf(w, "No scheduled jobs in session %s.\n", schedule.ShortID(sessionID))
 		} else {
@@ -151,7 +152,6 @@ func listJobs(ctx context.Context, w io.Writer, db *sqlite.DB, sessionPrefix str
 		}
 		return nil
 	}
-	jobs := schedJobs(stored)
 	ids := make([]string, len(jobs))
 	sessions := make([]string, len(jobs))
 	for i, j := range jobs {
@@ -282,7 +282,7 @@ func sessionError(prefix string, err error) error {
 
 // findJob resolves an id or unique prefix among every job.
 func findJob(ctx context.Context, db *sqlite.DB, prefix string) (schedule.Job, error) {
-	found, err := db.Schedules().WithPrefix(ctx, prefix, 10)
+	found, err := sqlitestore.New(db.Schedules()).WithPrefix(ctx, prefix, 10)
 	if err != nil {
 		return schedule.Job{}, &exitError{code: 1, err: err}
 	}
@@ -290,7 +290,7 @@ func findJob(ctx context.Context, db *sqlite.DB, prefix string) (schedule.Job, e
 	case 0:
 		return schedule.Job{}, &exitError{code: 1, err: fmt.Errorf("no job has an id beginning %q", prefix)}
 	case 1:
-		return schedule.Job(found[0]), nil
+		return found[0], nil
 	}
 	ids := make([]string, len(found))
 	for i, j := range found {

@@ -17,6 +17,7 @@ import (
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/internal/schedule/sqlitestore"
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -54,7 +55,7 @@ func (g *globals) newScheduling(cfg *config.Config, db *sqlite.DB) (*scheduling,
 	}
 	scrub := keyVariables(cfg)
 	s, err := schedule.New(schedule.Options{
-		Store:               schedStore{db.Schedules()},
+		Store:               sqlitestore.New(db.Schedules()),
 		Firer:               f,
 		PollInterval:        sc.PollInterval,
 		MissedGrace:         sc.MissedGrace,
@@ -237,78 +238,3 @@ func (f *hostFirer) Fire(ctx context.Context, id string, fr schedule.Firing) (bo
 	}
 	return true, err
 }
-
-// schedStore adapts the SQLite schedule store to schedule.Store: the two
-// packages sit side by side in the layering, so neither names the other's
-// types. Jobs convert field for field.
-type schedStore struct{ s *sqlite.Schedules }
-
-var _ schedule.Store = schedStore{}
-
-func schedErr(err error) error {
-	switch {
-	case errors.Is(err, sqlite.ErrJobNotFound):
-		return fmt.Errorf("%w: %w", schedule.ErrNotFound, err)
-	case errors.Is(err, sqlite.ErrJobAmbiguous):
-		return fmt.Errorf("%w: %w", schedule.ErrAmbiguous, err)
-	case errors.Is(err, sqlite.ErrTooManyJobs):
-		return fmt.Errorf("%w: %w", schedule.ErrTooManyJobs, err)
-	}
-	return err
-}
-
-func schedJobs(in []sqlite.Job) []schedule.Job {
-	out := make([]schedule.Job, len(in))
-	for i, j := range in {
-		out[i] = schedule.Job(j)
-	}
-	return out
-}
-
-func (a schedStore) Create(ctx context.Context, j schedule.Job, maxJobs int) (schedule.Job, error) {
-	r, err := a.s.Create(ctx, sqlite.Job(j), maxJobs)
-	return schedule.Job(r), schedErr(err)
-}
-
-func (a schedStore) Get(ctx context.Context, id string) (schedule.Job, error) {
-	r, err := a.s.Get(ctx, id)
-	return schedule.Job(r), schedErr(err)
-}
-
-func (a schedStore) WithPrefix(ctx context.Context, p string, n int) ([]schedule.Job, error) {
-	r, err := a.s.WithPrefix(ctx, p, n)
-	return schedJobs(r), err
-}
-
-func (a schedStore) List(ctx context.Context, sessionID string) ([]schedule.Job, error) {
-	r, err := a.s.List(ctx, sessionID)
-	return schedJobs(r), err
-}
-
-func (a schedStore) Due(ctx context.Context, now time.Time, n int) ([]schedule.Job, error) {
-	r, err := a.s.Due(ctx, now, n)
-	return schedJobs(r), err
-}
-
-func (a schedStore) Claim(ctx context.Context, c schedule.Claim) ([]schedule.Job, error) {
-	r, err := a.s.Claim(ctx, sqlite.Claim(c))
-	return schedJobs(r), err
-}
-
-func (a schedStore) Advance(ctx context.Context, id, owner string, adv schedule.Advance) (bool, error) {
-	return a.s.Advance(ctx, id, owner, sqlite.Advance(adv))
-}
-
-func (a schedStore) Renew(ctx context.Context, id, owner string, until time.Time) (bool, error) {
-	return a.s.Renew(ctx, id, owner, until)
-}
-
-func (a schedStore) Release(ctx context.Context, id, owner string) (bool, error) {
-	return a.s.Release(ctx, id, owner)
-}
-
-func (a schedStore) Retire(ctx context.Context, id, owner string) (bool, error) {
-	return a.s.Retire(ctx, id, owner)
-}
-
-func (a schedStore) Delete(ctx context.Context, id string) (bool, error) { return a.s.Delete(ctx, id) }

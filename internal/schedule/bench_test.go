@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/internal/schedule/sqlitestore"
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -15,7 +16,7 @@ import (
 
 // benchStore opens a database with 10,000 hourly jobs over 100 sessions,
 // of which the first 100 are due at t0 and the rest years away.
-func benchStore(b *testing.B) (store, *firer) {
+func benchStore(b *testing.B) (schedule.Store, *firer) {
 	b.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "meka.db"), sqlite.Options{})
@@ -23,7 +24,7 @@ func benchStore(b *testing.B) (store, *firer) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	st := store{db.Schedules()}
+	st := sqlitestore.New(db.Schedules())
 	f := newFirer()
 	var sessions []string
 	for range 100 {

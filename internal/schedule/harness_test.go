@@ -16,73 +16,13 @@ import (
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/internal/schedule/sqlitestore"
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
-
-// store adapts the SQLite schedule store, as the composition root does.
-type store struct{ s *sqlite.Schedules }
-
-func mapErr(err error) error {
-	switch {
-	case errors.Is(err, sqlite.ErrJobNotFound):
-		return fmt.Errorf("%w: %w", schedule.ErrNotFound, err)
-	case errors.Is(err, sqlite.ErrJobAmbiguous):
-		return fmt.Errorf("%w: %w", schedule.ErrAmbiguous, err)
-	case errors.Is(err, sqlite.ErrTooManyJobs):
-		return fmt.Errorf("%w: %w", schedule.ErrTooManyJobs, err)
-	}
-	return err
-}
-
-func jobs(in []sqlite.Job) []schedule.Job {
-	out := make([]schedule.Job, len(in))
-	for i, j := range in {
-		out[i] = schedule.Job(j)
-	}
-	return out
-}
-
-func (a store) Create(ctx context.Context, j schedule.Job, maxJobs int) (schedule.Job, error) {
-	r, err := a.s.Create(ctx, sqlite.Job(j), maxJobs)
-	return schedule.Job(r), mapErr(err)
-}
-func (a store) Get(ctx context.Context, id string) (schedule.Job, error) {
-	r, err := a.s.Get(ctx, id)
-	return schedule.Job(r), mapErr(err)
-}
-func (a store) WithPrefix(ctx context.Context, p string, n int) ([]schedule.Job, error) {
-	r, err := a.s.WithPrefix(ctx, p, n)
-	return jobs(r), err
-}
-func (a store) List(ctx context.Context, sessionID string) ([]schedule.Job, error) {
-	r, err := a.s.List(ctx, sessionID)
-	return jobs(r), err
-}
-func (a store) Due(ctx context.Context, now time.Time, n int) ([]schedule.Job, error) {
-	r, err := a.s.Due(ctx, now, n)
-	return jobs(r), err
-}
-func (a store) Claim(ctx context.Context, c schedule.Claim) ([]schedule.Job, error) {
-	r, err := a.s.Claim(ctx, sqlite.Claim(c))
-	return jobs(r), err
-}
-func (a store) Advance(ctx context.Context, id, owner string, adv schedule.Advance) (bool, error) {
-	return a.s.Advance(ctx, id, owner, sqlite.Advance(adv))
-}
-func (a store) Renew(ctx context.Context, id, owner string, until time.Time) (bool, error) {
-	return a.s.Renew(ctx, id, owner, until)
-}
-func (a store) Release(ctx context.Context, id, owner string) (bool, error) {
-	return a.s.Release(ctx, id, owner)
-}
-func (a store) Retire(ctx context.Context, id, owner string) (bool, error) {
-	return a.s.Retire(ctx, id, owner)
-}
-func (a store) Delete(ctx context.Context, id string) (bool, error) { return a.s.Delete(ctx, id) }
 
 // firer is a func-field fake host.
 type firer struct {
@@ -228,7 +168,7 @@ var t0 = time.Date(2026, 8, 11, 13, 2, 0, 0, time.UTC)
 type env struct {
 	t     *testing.T
 	db    *sqlite.DB
-	store store
+	store schedule.Store
 	firer *firer
 	clock *clock
 	sched *schedule.Scheduler
@@ -255,7 +195,7 @@ func newEnv(t *testing.T, tweak func(*schedule.Options)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e := &env{t: t, db: db, store: store{db.Schedules()}, firer: newFirer(), clock: &clock{t: t0}, log: &syncBuffer{}, cwd: t.TempDir()}
+	e := &env{t: t, db: db, store: sqlitestore.New(db.Schedules()), firer: newFirer(), clock: &clock{t: t0}, log: &syncBuffer{}, cwd: t.TempDir()}
 	opts := schedule.Options{
 		Store: e.store, Firer: e.firer, Owner: "test-host",
 		Location:       berlin(t),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/internal/schedule/sqlitestore"
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -63,7 +64,7 @@ func runHelper(mode string) int {
 		}
 	}}
 	s, err := schedule.New(schedule.Options{
-		Store: store{db.Schedules()}, Firer: f, Owner: os.Getenv("MEKA_OWNER"),
+		Store: sqlitestore.New(db.Schedules()), Firer: f, Owner: os.Getenv("MEKA_OWNER"),
 		MaxConsecutiveFires: 1000, Now: func() time.Time { return now },
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	})

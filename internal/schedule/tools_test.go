@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/internal/schedule/sqlitestore"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/tool"
 )
@@ -273,7 +274,7 @@ func TestScheduledIndex(t *testing.T) {
 }
 
 func TestNewRefusesShortLease(t *testing.T) {
-	_, err := schedule.New(schedule.Options{Store: store{}, GateTimeout: time.Minute, ClaimLease: time.Minute})
+	_, err := schedule.New(schedule.Options{Store: sqlitestore.New(nil), GateTimeout: time.Minute, ClaimLease: time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "claim_lease must be longer than gate_timeout") {
 		t.Errorf("New with claim_lease = gate_timeout: %v", err)
 	}
