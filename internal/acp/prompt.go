@@ -73,10 +73,20 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 
 	res, err := hs.Run(turnCtx, session.UserMessage{Parts: parts})
 	if errors.Is(err, host.ErrClosed) {
-		// Swept between lookup and run: take it up again, once.
-		if e, err = s.reopen(ctx, e); err == nil {
-			hs = e.session()
-			res, err = hs.Run(turnCtx, session.UserMessage{Parts: parts})
+		// Swept between lookup and run: take it up again, once, as a
+		// registered entry a cancel can find.
+		var again *entry
+		if again, err = s.ensure(ctx, e.id); err == nil {
+			again.mu.Lock()
+			again.inFlight, again.cancel = true, cancel
+			again.mu.Unlock()
+			defer func() {
+				again.mu.Lock()
+				again.inFlight, again.cancel = false, nil
+				again.mu.Unlock()
+			}()
+			e = again
+			res, err = e.session().Run(turnCtx, session.UserMessage{Parts: parts})
 		}
 	}
 	if turnCtx.Err() != nil || res.Stop == agent.StopCanceled {
@@ -89,16 +99,6 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 		return nil, s.turnError(e.id, err)
 	}
 	return &PromptResponse{StopReason: stopReason(res.Stop), Usage: usage(res.Usage)}, nil
-}
-
-// reopen replaces an entry whose session was released under it.
-func (s *server) reopen(ctx context.Context, e *entry) (*entry, error) {
-	hs, err := s.opts.Host.Open(ctx, e.id)
-	if err != nil {
-		return nil, s.sessionError("reopen session", e.id, err)
-	}
-	e.attach(hs)
-	return e, nil
 }
 
 // stopReason maps a turn's end to ACP's five reasons; meka's own limits

@@ -30,7 +30,7 @@ type callState struct {
 	path     string // the first location, for diffs
 	terminal bool   // announced as a terminal (_meta.terminal_info)
 	streamed bool   // live output went out
-	output   strings.Builder
+	output   string // the trailing consoleWindow of live output
 }
 
 func (e *entry) onEvent(ev agent.Event) {
@@ -193,8 +193,9 @@ func (e *entry) callOutput(ev agent.ToolCallOutput) (SessionUpdate, bool) {
 	if cs.terminal {
 		return ToolCallUpdate{ToolCallID: cs.id, Meta: Meta{"terminal_output": map[string]any{"terminal_id": cs.id, "data": ev.Chunk}}}, true
 	}
-	cs.output.WriteString(ev.Chunk)
-	return ToolCallUpdate{ToolCallID: cs.id, Content: []ToolCallContent{console(tail(cs.output.String(), consoleWindow))}}, true
+	// Only the trailing window is ever shown, so only it is kept.
+	cs.output = tail(cs.output+ev.Chunk, consoleWindow)
+	return ToolCallUpdate{ToolCallID: cs.id, Content: []ToolCallContent{console(cs.output)}}, true
 }
 
 // shellState is the part of shell_execute's recorded state rendering

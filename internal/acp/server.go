@@ -202,6 +202,9 @@ func (s *server) HandleNotification(ctx context.Context, n *jsonrpc.Notification
 			s.log.Debug("acp: session/cancel with invalid params")
 			return
 		}
+		// A prompt on its way latches even when its session was swept
+		// and will be reopened by the prompt itself.
+		s.arrivals.latch(p.SessionID)
 		if e := s.lookup(p.SessionID); e != nil {
 			e.cancelTurn()
 		}

@@ -364,7 +364,7 @@ func (h *Host) SweepIdle(ctx context.Context, idle time.Duration) []string {
 			continue
 		}
 		h.mu.Lock()
-		if h.open[s.id] != s || s.Busy() {
+		if h.open[s.id] != s || s.Busy() || !s.LastUsed().Before(cutoff) {
 			h.mu.Unlock()
 			continue
 		}

@@ -38,7 +38,8 @@ type Session struct {
 	// idle sweep.
 	used atomic.Int64
 
-	mu      sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker
+	mu      sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker, closed
+	closed  bool       // set by close before it waits for the turn
 	meta    session.Meta
 	subs    map[int]func(agent.Event)
 	nextSub int
@@ -62,7 +63,7 @@ var ErrClosed = errors.New("session is closed")
 // ErrCanceled is the cause given to a turn canceled by Cancel.
 var ErrCanceled = errors.New("turn canceled")
 
-func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (*Session, error) {
+func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (_ *Session, err error) {
 	prof, err := h.opts.Profiles(meta.Profile)
 	if err != nil {
 		return nil, err
@@ -87,6 +88,11 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 		Approvals: s.approvals.Load,
 		Asker:     permission.AskerFunc(s.ask),
 	}
+	defer func() {
+		if err != nil {
+			s.shutdown() // the task registry and the report goroutine
+		}
+	}()
 	extra, readable := h.roots()
 	wide := meta
 	wide.AdditionalDirs = mergeDirs(meta.Cwd, meta.AdditionalDirs, extra)
@@ -136,7 +142,6 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	}
 	s.engine, err = agent.New(opts, rows)
 	if err != nil {
-		s.shutdown()
 		return nil, err
 	}
 	return s, nil
@@ -377,7 +382,7 @@ func (s *Session) run(ctx context.Context, msg session.UserMessage, started func
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.mu.Lock()
-	if s.subs == nil {
+	if s.closed || s.subs == nil {
 		s.mu.Unlock()
 		return agent.Result{}, ErrClosed
 	}
@@ -426,6 +431,11 @@ func (s *Session) Cancel() {
 func (s *Session) Compact(ctx context.Context) error { return s.engine.Compact(ctx) }
 
 func (s *Session) close(ctx context.Context) error {
+	// Closed first, so that no turn starts between the wait and the
+	// release.
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.Cancel()
 	s.turns.Wait()
 	s.shutdown()

@@ -69,7 +69,7 @@ func (s *Session) deliverReports() {
 		for {
 			err := s.reportEnded()
 			if !errors.Is(err, agent.ErrBusy) {
-				if err != nil {
+				if err != nil && !errors.Is(err, ErrClosed) {
 					s.h.opts.Logger.Warn("deliver task report", "session_id", s.id, "err", err)
 				}
 				break

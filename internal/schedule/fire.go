@@ -97,6 +97,7 @@ func (s *Scheduler) occurrence(ctx context.Context, j Job, now time.Time, res *S
 	if err != nil {
 		log.Warn("job has no next occurrence; removed", "err", err)
 		_, rerr := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
+		s.forget(j.ID)
 		return false, errors.Join(err, rerr)
 	}
 	// A gate may have taken a while: make sure the job is still ours (a
@@ -165,6 +166,7 @@ func (s *Scheduler) spend(ctx context.Context, j Job, now time.Time, baseline *s
 	next, _, _, err := s.following(j, now)
 	if err != nil {
 		_, rerr := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
+		s.forget(j.ID)
 		return errors.Join(err, rerr)
 	}
 	_, err = s.opts.Store.Advance(context.WithoutCancel(ctx), j.ID, s.opts.Owner, Advance{NextAt: next, Baseline: baseline})
