@@ -38,8 +38,10 @@ type Session struct {
 	// idle sweep.
 	used atomic.Int64
 
-	mu      sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker, closed
-	closed  bool       // set by close before it waits for the turn
+	mu     sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker, closed
+	closed bool       // set by close before it waits for the turn
+
+	metaMu  sync.Mutex // serializes changes of the stored description
 	meta    session.Meta
 	subs    map[int]func(agent.Event)
 	nextSub int
@@ -182,16 +184,9 @@ func (s *Session) SetLevel(ctx context.Context, l permission.Level) error {
 	if !s.h.opts.Permissions.Offers(l) {
 		return fmt.Errorf("set level: %w: %s", ErrLevelNotEnabled, l)
 	}
-	s.mu.Lock()
-	m := s.meta
-	m.Permission = l.String()
-	s.mu.Unlock()
-	if err := s.h.opts.Store.Update(ctx, m); err != nil {
+	if err := s.updateMeta(ctx, func(m *session.Meta) error { m.Permission = l.String(); return nil }); err != nil {
 		return fmt.Errorf("set level: %w", err)
 	}
-	s.mu.Lock()
-	s.meta = m
-	s.mu.Unlock()
 	s.level.Store(int32(l))
 	return nil
 }
@@ -202,21 +197,40 @@ func (s *Session) SetLevel(ctx context.Context, l permission.Level) error {
 // profile or directory applies once the session is opened again
 // (Host.Reopen); use SetLevel for the level.
 func (s *Session) Update(ctx context.Context, edit func(m *session.Meta)) error {
+	err := s.updateMeta(ctx, func(m *session.Meta) error {
+		cwd, parent := m.Cwd, m.ParentID
+		edit(m)
+		m.ID, m.ParentID = s.id, parent
+		if m.Cwd != cwd {
+			c, err := Canonical(m.Cwd)
+			if err != nil {
+				return fmt.Errorf("cwd: %w", err)
+			}
+			m.Cwd = c
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update session: %w", err)
+	}
+	return nil
+}
+
+// updateMeta changes the stored description with edit and then the copy
+// held here. Changes are serialized, so that two of them (a title set by a
+// turn, a level set by a front door) never undo each other.
+func (s *Session) updateMeta(ctx context.Context, edit func(m *session.Meta) error) error {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
 	s.mu.Lock()
 	m := s.meta
 	s.mu.Unlock()
 	m.AdditionalDirs = slices.Clone(m.AdditionalDirs)
-	edit(&m)
-	m.ID, m.ParentID = s.id, s.meta.ParentID
-	if m.Cwd != s.meta.Cwd {
-		cwd, err := Canonical(m.Cwd)
-		if err != nil {
-			return fmt.Errorf("update session: cwd: %w", err)
-		}
-		m.Cwd = cwd
+	if err := edit(&m); err != nil {
+		return err
 	}
 	if err := s.h.opts.Store.Update(ctx, m); err != nil {
-		return fmt.Errorf("update session: %w", err)
+		return err
 	}
 	s.mu.Lock()
 	s.meta = m
@@ -309,16 +323,9 @@ func (s *Session) Approvals() bool { return s.approvals.Load() }
 // row; like a level change it applies to the next tool call, even inside a
 // running turn, and load and resume restore it.
 func (s *Session) SetApprovals(ctx context.Context, on bool) error {
-	s.mu.Lock()
-	m := s.meta
-	m.Approvals = on
-	s.mu.Unlock()
-	if err := s.h.opts.Store.Update(ctx, m); err != nil {
+	if err := s.updateMeta(ctx, func(m *session.Meta) error { m.Approvals = on; return nil }); err != nil {
 		return fmt.Errorf("set approvals: %w", err)
 	}
-	s.mu.Lock()
-	s.meta = m
-	s.mu.Unlock()
 	s.approvals.Store(on)
 	return nil
 }
