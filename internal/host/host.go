@@ -138,8 +138,9 @@ type Options struct {
 type Host struct {
 	opts Options
 
-	mu   sync.Mutex // guards open, and opts.AdditionalDirs and opts.ReadableDirs
-	open map[string]*Session
+	mu      sync.Mutex // guards open, opening, and opts.AdditionalDirs and opts.ReadableDirs
+	open    map[string]*Session
+	opening map[string]chan struct{} // closed when the opening ends
 }
 
 // New returns a host. It starts nothing.
@@ -162,7 +163,7 @@ func New(opts Options) (*Host, error) {
 	if opts.Holder.Host == "" {
 		opts.Holder.Host, _ = os.Hostname()
 	}
-	return &Host{opts: opts, open: make(map[string]*Session)}, nil
+	return &Host{opts: opts, open: make(map[string]*Session), opening: make(map[string]chan struct{})}, nil
 }
 
 // AddRoots adds directories to the workspace of every session opened from
@@ -257,12 +258,34 @@ func (h *Host) Open(ctx context.Context, idOrPrefix string) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
-	h.mu.Lock()
-	if s, ok := h.open[meta.ID]; ok {
+	// One opening per session at a time: a second caller waits for the
+	// first and shares its session rather than racing it for the lock.
+	for {
+		h.mu.Lock()
+		if s, ok := h.open[meta.ID]; ok {
+			h.mu.Unlock()
+			return s, nil
+		}
+		wait, busy := h.opening[meta.ID]
+		if !busy {
+			break // h.mu is held
+		}
 		h.mu.Unlock()
-		return s, nil
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("open session: %w", ctx.Err())
+		}
 	}
+	done := make(chan struct{})
+	h.opening[meta.ID] = done
 	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.opening, meta.ID)
+		h.mu.Unlock()
+		close(done)
+	}()
 
 	lock, err := h.opts.Store.Lock(ctx, meta.ID, h.opts.Holder)
 	if err != nil {
@@ -274,13 +297,8 @@ func (h *Host) Open(ctx context.Context, idOrPrefix string) (*Session, error) {
 		return nil, fmt.Errorf("open session %s: %w", meta.ID, err)
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if other, ok := h.open[meta.ID]; ok {
-		// Another goroutine opened it meanwhile; keep theirs.
-		s.shutdown()
-		return other, nil
-	}
 	h.open[meta.ID] = s
+	h.mu.Unlock()
 	return s, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"meka.dev/meka/agent"
@@ -341,5 +342,30 @@ func TestApprovalsRestoredOnReopen(t *testing.T) {
 	again, err := h.Open(t.Context(), s.ID())
 	if err != nil || !again.Approvals() {
 		t.Fatalf("reopened: approvals %v err %v", again != nil && again.Approvals(), err)
+	}
+}
+
+// Several goroutines opening one session share it: none of them races the
+// others for the lock and fails.
+func TestConcurrentOpensShareTheSession(t *testing.T) {
+	f := newFixture(t, `[]`)
+	h := f.host(t)
+	s, _ := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	id := s.ID()
+	if err := h.CloseSession(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	got := make([]*host.Session, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { got[i], errs[i] = h.Open(t.Context(), id) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || got[i] != got[0] {
+			t.Fatalf("open %d: %v (same session: %v)", i, errs[i], got[i] == got[0])
+		}
 	}
 }
