@@ -349,6 +349,7 @@ func TestApprovalsRestoredOnReopen(t *testing.T) {
 // others for the lock and fails.
 func TestConcurrentOpensShareTheSession(t *testing.T) {
 	f := newFixture(t, `[]`)
+	f.opts.Holder = session.Holder{} // as in production: a token per lock
 	h := f.host(t)
 	s, _ := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
 	id := s.ID()
