@@ -194,47 +194,47 @@ func (f *hostFirer) Tool(id, name string) (tool.Tool, permission.Level, bool) {
 
 // withdrawer is what a session offers when it can take a failed turn's
 // prompt back out of its log.
-type withdrawer interface {
-	Withdraw(ctx context.Context, turn int64) error
-}
-
 func (f *hostFirer) Fire(ctx context.Context, id string, fr schedule.Firing) (bool, error) {
 	s, ok := f.session(id)
 	if !ok {
 		return false, fmt.Errorf("session %s is not open here: %w", id, schedule.ErrDeclined)
 	}
-	if s.Busy() {
-		return false, fmt.Errorf("session %s is running a turn: %w", id, schedule.ErrDeclined)
-	}
-	// The turn started (its input is in the log) when TurnStarted comes;
-	// a tool ran when a call started.
-	var started, toolRan atomic.Bool
-	unsubscribe := s.Subscribe(func(ev agent.Event) {
-		switch ev.(type) {
-		case agent.TurnStarted:
-			started.Store(true)
-		case agent.ToolCallStarted:
-			toolRan.Store(true)
-		}
-	})
 	res, err := s.Run(ctx, fr.Message)
-	unsubscribe()
-	if started.Load() && (err != nil || res.Stop == agent.StopFailed) {
-		s.Announce(session.Notice{Severity: session.SeverityWarning,
-			Title: "Scheduled job " + fr.JobID + " failed", Description: fmt.Sprint(err)})
+	if errors.Is(err, agent.ErrBusy) || errors.Is(err, host.ErrClosed) {
+		return false, fmt.Errorf("session %s: %w", id, schedule.ErrDeclined)
 	}
-	if !started.Load() {
-		if err == nil || errors.Is(err, agent.ErrBusy) || errors.Is(err, host.ErrClosed) {
+	// What the turn left in the log says whether it started and whether a
+	// tool ran; events would also show another turn's.
+	started, toolRan := turnFacts(s.Engine().Rows(), res.Turn)
+	if !started {
+		if err == nil {
 			return false, fmt.Errorf("session %s: %w", id, schedule.ErrDeclined)
 		}
 		return false, err
 	}
-	if res.Stop == agent.StopFailed && fr.Withdraw && !toolRan.Load() {
-		if w, ok := any(s).(withdrawer); ok {
-			if werr := w.Withdraw(context.WithoutCancel(ctx), res.Turn); werr != nil {
-				err = errors.Join(err, fmt.Errorf("withdraw the prompt: %w", werr))
-			}
+	if err != nil || res.Stop == agent.StopFailed {
+		s.Announce(session.Notice{Severity: session.SeverityWarning,
+			Title: "Scheduled job " + fr.JobID + " failed", Description: fmt.Sprint(err)})
+	}
+	if res.Stop == agent.StopFailed && fr.Withdraw && !toolRan {
+		if werr := s.Withdraw(context.WithoutCancel(ctx), res.Turn); werr != nil {
+			err = errors.Join(err, fmt.Errorf("withdraw the prompt: %w", werr))
 		}
 	}
 	return true, err
+}
+
+// turnFacts reports whether turn's input reached the log and whether one
+// of its tool calls ran (a refused call did not).
+func turnFacts(rows []session.Row, turn int64) (started, toolRan bool) {
+	for i := len(rows) - 1; i >= 0 && rows[i].Turn >= turn; i-- {
+		if rows[i].Turn != turn {
+			continue
+		}
+		started = true
+		if tr, ok := rows[i].Entry.(session.ToolResult); ok && tr.Status != session.StatusRefused {
+			toolRan = true
+		}
+	}
+	return started, toolRan
 }
