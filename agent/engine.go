@@ -125,6 +125,7 @@ type Engine struct {
 	rows     []session.Row
 	view     []model.Message // what the model is sent, kept in step with rows
 	lastCtx  int             // tokens of the last request, as the provider counted them
+	runs     uint64          // calls of Run so far
 	addedLen int             // bytes appended to view since lastCtx was measured
 
 	emitMu sync.Mutex // serializes Events

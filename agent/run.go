@@ -12,8 +12,9 @@ import (
 // turnState is what one turn keeps between rounds.
 type turnState struct {
 	turn      int64
-	rounds    int // model calls made
-	charged   int // rounds counted against MaxTurns
+	run       uint64 // Engine.runs at the start of this turn
+	rounds    int    // model calls made
+	charged   int    // rounds counted against MaxTurns
 	toolCalls int
 	usage     model.Usage
 	reply     string
@@ -31,7 +32,8 @@ func (e *Engine) Run(ctx context.Context, input session.UserMessage) (Result, er
 	defer e.running.Unlock()
 
 	e.mu.Lock()
-	ts := &turnState{turn: session.LastTurn(e.rows) + 1}
+	e.runs++
+	ts := &turnState{turn: session.LastTurn(e.rows) + 1, run: e.runs}
 	e.mu.Unlock()
 	ts.guard.warnAt = e.opts.RepeatWarn
 
@@ -133,7 +135,7 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 // beforeStop asks the interceptors in order; the first that continues the
 // turn, or ends it with a stop reason of its own, decides.
 func (e *Engine) beforeStop(ctx context.Context, ts *turnState) StopDecision {
-	info := StopInfo{Turn: ts.turn, Rounds: ts.rounds, ToolCalls: ts.toolCalls, Reply: ts.reply}
+	info := StopInfo{Turn: ts.turn, Run: ts.run, Rounds: ts.rounds, ToolCalls: ts.toolCalls, Reply: ts.reply}
 	for _, ic := range e.opts.Interceptors {
 		if d := ic.BeforeStop(ctx, info); d.Continue || d.Stop != "" || d.Notice != nil {
 			return d

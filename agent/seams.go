@@ -33,6 +33,10 @@ type StopInterceptor interface {
 // StopInfo describes the turn an interceptor is asked about.
 type StopInfo struct {
 	Turn int64
+	// Run is distinct for every call of Engine.Run, so that per-turn
+	// counters start over even when a withdrawn or rewound turn's number
+	// comes back.
+	Run uint64
 	// Rounds is how many model calls the turn has made.
 	Rounds int
 	// ToolCalls counts the calls the model made this turn, bookkeeping

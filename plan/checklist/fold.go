@@ -97,6 +97,11 @@ func (f *Fold) Apply(s session.Step) {
 			f.st, f.dirty = st, true
 		}
 	case session.UserMessage:
+		// A new turn: calls of a round whose rows never reached the log
+		// (the append failed and ended the turn) are no longer on their way.
+		f.mu.Lock()
+		f.unfolded = nil
+		f.mu.Unlock()
 		if e.Source != session.SourceTask {
 			return
 		}

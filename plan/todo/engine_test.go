@@ -345,3 +345,26 @@ func TestUserTurnsLeaveThePlan(t *testing.T) {
 		t.Fatalf("changes %+v", cs)
 	}
 }
+
+// A turn that comes back under a withdrawn turn's number is a new run:
+// its completion reminders start from none.
+func TestCompletionCountsPerRun(t *testing.T) {
+	store, err := todo.Restore(json.RawMessage(`{"items":[{"text":"verify the numbers","status":"pending"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic, err := todo.Plugin{Store: store, CheckCompletion: true, MaxCompletionNudges: 1}.Interceptor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ic.BeforeStop(t.Context(), agent.StopInfo{Turn: 3, Run: 1}); !d.Continue {
+		t.Fatalf("first end of run 1: %+v", d)
+	}
+	if d := ic.BeforeStop(t.Context(), agent.StopInfo{Turn: 3, Run: 1}); d.Stop != todo.StopIncomplete {
+		t.Fatalf("second end of run 1: %+v", d)
+	}
+	// Turn 3 was withdrawn; the next run reuses its number.
+	if d := ic.BeforeStop(t.Context(), agent.StopInfo{Turn: 3, Run: 2}); !d.Continue {
+		t.Fatalf("first end of run 2 was not reminded: %+v", d)
+	}
+}

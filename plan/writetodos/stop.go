@@ -23,8 +23,9 @@ type interceptor struct {
 	max int
 
 	mu sync.Mutex // guards the fields below
-	// turn is the turn nudges counts for; another turn starts over.
-	turn   int64
+	// run is the Engine.Run nudges counts for; another starts over, even
+	// when it reuses a withdrawn turn's number.
+	run    uint64
 	nudges int
 }
 
@@ -38,8 +39,8 @@ func (ic *interceptor) BeforeStop(_ context.Context, info agent.StopInfo) agent.
 	}
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
-	if info.Turn != ic.turn {
-		ic.turn, ic.nudges = info.Turn, 0
+	if info.Run != ic.run {
+		ic.run, ic.nudges = info.Run, 0
 	}
 	left := fmt.Sprintf("%d open %s", len(open), plural(len(open), "item", "items"))
 	if ic.max > 0 && ic.nudges >= ic.max {
