@@ -91,8 +91,7 @@ type Options struct {
 	Events func(Event)
 	// Inbox, when set, is drained before every request: messages sent
 	// mid-turn ride the next tool results or reminder.
-	Inbox func() []model.Part
-	// Output, when set, overrides how live tool output reaches Events.
+	Inbox  func() []model.Part
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -191,9 +190,6 @@ func (e *Engine) Rows() []session.Row {
 	defer e.mu.Unlock()
 	return append([]session.Row(nil), e.rows...)
 }
-
-// Folder returns the engine's folds, for front doors that read state.
-func (e *Engine) Folder() *session.Folder { return e.folder }
 
 func (e *Engine) emit(ev Event) {
 	if e.opts.Events == nil {

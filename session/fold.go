@@ -48,9 +48,6 @@ func NewFolder(folds ...Fold) *Folder {
 	return f
 }
 
-// Folds returns the folds f feeds.
-func (f *Folder) Folds() []Fold { return f.folds }
-
 // Replay rebuilds every fold from a whole session log: it restores the
 // checkpoint of the latest compaction and applies the rows after it.
 func (f *Folder) Replay(rows []Row) error {

@@ -68,18 +68,6 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	return t, ok
 }
 
-// Has reports whether every name is registered.
-func (r *Registry) Has(names ...string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for _, n := range names {
-		if _, ok := r.tools[n]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // Tools returns the registered tools in the order they were added.
 func (r *Registry) Tools() []Tool {
 	r.mu.RLock()

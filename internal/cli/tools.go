@@ -15,7 +15,6 @@ import (
 	"meka.dev/meka/plan/checklist"
 	"meka.dev/meka/plan/todo"
 	"meka.dev/meka/plan/writetodos"
-	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
 
@@ -87,17 +86,7 @@ func extensions(cfg *config.Config) []host.ExtensionFunc {
 
 // checklistExtension is the checklist plugin of a session.
 func checklistExtension(env host.Env) host.Extension {
-	opts := checklist.Options{Denied: env.Denied}
-	if env.Tasks != nil {
-		opts.Tasks = env.Tasks
-	}
-	p := checklist.New(opts)
-	return host.Extension{
-		Tools:        p.Tools(),
-		Interceptors: []agent.StopInterceptor{p.Interceptor()},
-		Compactors:   []agent.CompactionContributor{p.Compactor()},
-		Folds:        []session.Fold{p.Fold()},
-	}
+	return checklist.New(checklist.Options{Tasks: env.Tasks, Denied: env.Denied}).Compose()
 }
 
 // renderPlan draws a plan change for one-shot mode's stderr: one row per

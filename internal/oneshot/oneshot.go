@@ -58,8 +58,9 @@ type renderer struct {
 	plan     PlanRenderer
 	verbose  bool
 
-	mu      sync.Mutex // guards midLine
+	mu      sync.Mutex // guards midLine and failed
 	midLine bool       // stdout's last byte was not a newline
+	failed  bool       // the engine's failure notice went out
 }
 
 func (r *renderer) event(ev agent.Event) {
@@ -80,11 +81,12 @@ func (r *renderer) event(ev agent.Event) {
 		fmt.Fprintf(r.err, "› %s\n", firstLine(ev.Title))
 	case agent.ToolCallFinished:
 		if ev.Result.Status != session.StatusOK {
-			fmt.Fprintf(r.err, "  %s %s: %s\n", ev.Result.Name, ev.Result.Status, firstLine(partsText(ev.Result.Content)))
+			fmt.Fprintf(r.err, "  %s %s: %s\n", ev.Result.Name, ev.Result.Status, firstLine(model.Message{Parts: ev.Result.Content}.Text()))
 		}
 	case agent.Notice:
 		r.breakLine()
 		n := ev.Notice
+		r.failed = r.failed || n.Severity == session.SeverityError
 		line := "[meka] " + n.Title
 		if n.Description != "" {
 			line += ": " + n.Description
@@ -119,12 +121,17 @@ func (r *renderer) endLine() {
 }
 
 func (r *renderer) exit(res agent.Result, err error) int {
+	r.mu.Lock()
+	failed := r.failed
+	r.mu.Unlock()
 	switch {
 	case res.Stop == agent.StopEndTurn && err == nil:
 		return ExitOK
 	case res.Stop == agent.StopCanceled || errors.Is(err, context.Canceled):
 		fmt.Fprintln(r.err, "meka: canceled")
 		return ExitCanceled
+	case err != nil && failed:
+		return ExitFailed // the failure notice said why
 	case err != nil:
 		var perr *model.Error
 		if errors.As(err, &perr) {
@@ -159,14 +166,4 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
-}
-
-func partsText(ps model.Parts) string {
-	var b strings.Builder
-	for _, p := range ps {
-		if t, ok := p.(model.Text); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
 }

@@ -19,6 +19,7 @@ import (
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/plan"
+	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
 
@@ -85,6 +86,17 @@ func (p *Plugin) Compactor() agent.CompactionContributor { return compactor{p} }
 
 // Items returns the items on the list, in order.
 func (p *Plugin) Items() []plan.Item { return p.fold.Items() }
+
+// Compose returns everything the checklist adds to an engine, as the other
+// dialects' Compose does.
+func (p *Plugin) Compose() agent.Extension {
+	return agent.Extension{
+		Tools:        p.Tools(),
+		Interceptors: []agent.StopInterceptor{p.Interceptor()},
+		Compactors:   []agent.CompactionContributor{p.Compactor()},
+		Folds:        []session.Fold{p.Fold()},
+	}
+}
 
 func (p *Plugin) taskState(id string) (exists, reported bool) {
 	if p.opts.Tasks == nil {
