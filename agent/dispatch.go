@@ -61,7 +61,7 @@ func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Respon
 		case p.tool == nil:
 			p.result = refused(p, fmt.Sprintf("There is no tool called %q. The tools available are: %s.", p.call.Name, strings.Join(e.opts.Tools.Names(), ", ")))
 		default:
-			if err := e.validator.Validate(p.spec.Name, p.call.Arguments); err != nil {
+			if err := e.opts.Tools.Validate(p.spec.Name, p.call.Arguments); err != nil {
 				p.result = refused(p, fmt.Sprintf("%s was not run: %v\nFix the arguments to match the tool's schema and call it again.", p.spec.Name, err))
 				break
 			}

@@ -114,9 +114,9 @@ var ErrBusy = errors.New("a turn is already running in this session")
 // Engine runs the turns of one session. It is safe for concurrent use, but
 // runs one turn at a time.
 type Engine struct {
-	opts      Options
-	folder    *session.Folder
-	validator *tool.Validator
+	opts   Options
+	folder *session.Folder
+	specs  []model.ToolSpec
 
 	running sync.Mutex // held for the length of a turn or compaction
 
@@ -164,11 +164,14 @@ func New(opts Options, rows []session.Row) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	v, err := tool.NewValidator(opts.Tools.Tools())
-	if err != nil {
-		return nil, fmt.Errorf("new engine: %w", err)
+	// The registry is complete once the engine is built: the specs the
+	// model is sent are fixed here, not rebuilt every round.
+	tools := opts.Tools.Tools()
+	specs := make([]model.ToolSpec, len(tools))
+	for i, t := range tools {
+		specs[i] = t.Spec().ModelSpec()
 	}
-	e := &Engine{opts: opts, folder: session.NewFolder(opts.Folds...), validator: v}
+	e := &Engine{opts: opts, folder: session.NewFolder(opts.Folds...), specs: specs}
 	e.rows = append([]session.Row(nil), rows...)
 	if err := e.folder.Replay(e.rows); err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)

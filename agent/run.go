@@ -188,15 +188,10 @@ func (e *Engine) request(ctx context.Context, ts *turnState) *model.Request {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: extra})
 		}
 	}
-	tools := e.opts.Tools.Tools()
-	specs := make([]model.ToolSpec, len(tools))
-	for i, t := range tools {
-		specs[i] = t.Spec().ModelSpec()
-	}
 	return &model.Request{
 		System:          e.opts.System,
 		Messages:        msgs,
-		Tools:           specs,
+		Tools:           e.specs,
 		MaxOutputTokens: e.opts.MaxOutputTokens,
 		Vision:          e.opts.Vision,
 	}

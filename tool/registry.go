@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -11,16 +12,17 @@ import (
 // Registry holds the tools a session may offer. It is safe for concurrent
 // use.
 type Registry struct {
-	mu    sync.RWMutex // guards tools and order
-	tools map[string]Tool
-	order []string
-	deny  []string
+	mu      sync.RWMutex // guards tools, schemas and order
+	tools   map[string]Tool
+	schemas map[string]*schema // compiled once, at Add
+	order   []string
+	deny    []string
 }
 
 // NewRegistry returns a registry that hides every tool whose name matches
 // one of the deny globs (path.Match syntax, e.g. "shell_*").
 func NewRegistry(deny ...string) *Registry {
-	return &Registry{tools: make(map[string]Tool), deny: deny}
+	return &Registry{tools: make(map[string]Tool), schemas: make(map[string]*schema), deny: deny}
 }
 
 // Add registers tools. A tool the deny filters match is silently left
@@ -37,10 +39,11 @@ func (r *Registry) Add(tools ...Tool) error {
 		if _, ok := r.tools[name]; ok {
 			return fmt.Errorf("add tool %s: already registered", name)
 		}
-		if _, err := compileSchema(t.Spec()); err != nil {
+		sch, err := compileSchema(t.Spec())
+		if err != nil {
 			return fmt.Errorf("add tool %s: %w", name, err)
 		}
-		r.tools[name] = t
+		r.tools[name], r.schemas[name] = t, sch
 		r.order = append(r.order, name)
 	}
 	return nil
@@ -86,4 +89,17 @@ func (r *Registry) Names() []string {
 	names := slices.Clone(r.order)
 	sort.Strings(names)
 	return names
+}
+
+// Validate returns nil when args satisfy the schema of the registered
+// tool called name, else an error written for the model to correct its
+// call (see Validator.Validate).
+func (r *Registry) Validate(name string, args json.RawMessage) error {
+	r.mu.RLock()
+	sch, ok := r.schemas[name]
+	r.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("unknown tool %q", name)
+	}
+	return sch.check(args)
 }

@@ -42,6 +42,11 @@ func (v *Validator) Validate(name string, args json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("unknown tool %q", name)
 	}
+	return sch.check(args)
+}
+
+// check validates call arguments against s.
+func (sch *schema) check(args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
