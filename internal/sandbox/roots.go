@@ -220,7 +220,13 @@ func Canonical(p string) (string, error) {
 		next := filepath.Join(resolved, c)
 		fi, err := os.Lstat(next)
 		if errors.Is(err, fs.ErrNotExist) {
-			// Nothing below a missing directory can be a symlink.
+			// Nothing below a missing directory can be a symlink. A ".."
+			// below it (from a link's target: the argument was cleaned)
+			// cannot be resolved lexically, as the kernel would not
+			// resolve it either.
+			if slices.Contains(rest, "..") {
+				return "", fmt.Errorf("canonicalise %s: %s: %w", p, next, fs.ErrNotExist)
+			}
 			return filepath.Join(append([]string{next}, rest...)...), nil
 		}
 		if err != nil {

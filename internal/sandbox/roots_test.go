@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,6 +168,13 @@ func TestCanonical(t *testing.T) {
 	}
 	if got, err := Canonical(w.ws + "/dangle"); err != nil || got != w.outside+"/new.txt" {
 		t.Errorf("Canonical(dangling link) = %q, %v", got, err)
+	}
+	// A link through a missing directory and back out again does not
+	// resolve, in the kernel or here: it must not come out lexically as a
+	// path beside the link.
+	mustSymlink(t, "ghost/../in.txt", w.ws+"/through-ghost")
+	if got, err := Canonical(w.ws + "/through-ghost"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Canonical(link through a missing directory) = %q, %v; want not-exist", got, err)
 	}
 }
 
