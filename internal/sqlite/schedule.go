@@ -360,7 +360,7 @@ func (s *Schedules) Advance(ctx context.Context, id, owner string, a Advance) (b
 	lease_owner = '', lease_until = 0, failed_claims = 0
 WHERE id = ?1 AND lease_owner = ?2 AND lease_owner <> ''`,
 		id, owner, toMicro(a.NextAt), optionalMicro(a.FiredAt), baseline, keep)
-	return changed(res, wrapErr("advance job "+id, err))
+	return wrote(res, wrapErr("advance job "+id, err))
 }
 
 // Renew extends owner's lease on a job to until, reporting whether owner
@@ -371,7 +371,7 @@ func (s *Schedules) Renew(ctx context.Context, id, owner string, until time.Time
 	}
 	res, err := s.db.writer.ExecContext(ctx, `UPDATE schedule_jobs SET lease_until = ?
 WHERE id = ? AND lease_owner = ? AND lease_owner <> ''`, toMicro(until), id, owner)
-	return changed(res, wrapErr("renew job lease "+id, err))
+	return wrote(res, wrapErr("renew job lease "+id, err))
 }
 
 // Release hands an occurrence back: the lease ends if owner still holds
@@ -382,7 +382,7 @@ func (s *Schedules) Release(ctx context.Context, id, owner string) (bool, error)
 	}
 	res, err := s.db.writer.ExecContext(ctx, `UPDATE schedule_jobs SET lease_owner = '', lease_until = 0
 WHERE id = ? AND lease_owner = ? AND lease_owner <> ''`, id, owner)
-	return changed(res, wrapErr("release job "+id, err))
+	return wrote(res, wrapErr("release job "+id, err))
 }
 
 // Retire deletes a one-shot job whose occurrence owner holds: delivered,
@@ -392,7 +392,7 @@ func (s *Schedules) Retire(ctx context.Context, id, owner string) (bool, error) 
 		return false, fmt.Errorf("retire job: %w", err)
 	}
 	res, err := s.db.writer.ExecContext(ctx, `DELETE FROM schedule_jobs WHERE id = ? AND lease_owner = ? AND lease_owner <> ''`, id, owner)
-	return changed(res, wrapErr("retire job "+id, err))
+	return wrote(res, wrapErr("retire job "+id, err))
 }
 
 // Delete cancels a job by full id, whoever holds it: a cancel always
@@ -402,14 +402,5 @@ func (s *Schedules) Delete(ctx context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("delete job: %w", err)
 	}
 	res, err := s.db.writer.ExecContext(ctx, `DELETE FROM schedule_jobs WHERE id = ?`, strings.ToLower(id))
-	return changed(res, wrapErr("delete job "+id, err))
-}
-
-// changed reports whether a conditional write changed a row.
-func changed(res sql.Result, err error) (bool, error) {
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return wrote(res, wrapErr("delete job "+id, err))
 }
