@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"meka.dev/meka/agent"
-	"meka.dev/meka/model"
 	"meka.dev/meka/plan"
 	"meka.dev/meka/session"
 )
@@ -191,49 +189,12 @@ func (f *Fold) Items() []plan.Item {
 	return f.state().Items
 }
 
-// reportPrefix opens the marker line of a task report.
-const reportPrefix = "[background tasks reported: "
-
-// ReportMarker returns a line naming the tasks a report delivers, for a
-// report message that does not carry them in session.UserMessage.Tasks;
-// put first in the message, the fold reads it as it reads Tasks.
-func ReportMarker(tasks []string) string {
-	return reportPrefix + strings.Join(tasks, ", ") + "]"
-}
-
 // ReportedTasks returns the background tasks a task report message
-// delivers: its Tasks, or else the tasks its marker line names (see
-// ReportMarker), the first line of its first text part. It returns nil
-// for any other message.
+// delivers, as the host names them in session.UserMessage.Tasks; nil for
+// any other message.
 func ReportedTasks(m session.UserMessage) []string {
 	if m.Source != session.SourceTask {
 		return nil
 	}
-	if len(m.Tasks) > 0 {
-		return m.Tasks
-	}
-	for _, p := range m.Parts {
-		t, ok := p.(model.Text)
-		if !ok {
-			continue
-		}
-		first, _, _ := strings.Cut(t.Text, "\n")
-		first = strings.TrimRight(first, " \r")
-		rest, ok := strings.CutPrefix(first, reportPrefix)
-		if !ok {
-			return nil
-		}
-		rest, ok = strings.CutSuffix(rest, "]")
-		if !ok {
-			return nil
-		}
-		var out []string
-		for _, id := range strings.Split(rest, ",") {
-			if id = strings.TrimSpace(id); id != "" {
-				out = append(out, id)
-			}
-		}
-		return out
-	}
-	return nil
+	return m.Tasks
 }
