@@ -303,7 +303,7 @@ func (s state) render() string {
 	return "The checklist:\n" + lines(s.Items)
 }
 
-func plural(n int, one, many string) string {
+func counted(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}

@@ -65,7 +65,7 @@ func (ic *interceptor) BeforeStop(_ context.Context, info agent.StopInfo) agent.
 		// The model did something since the last nudge.
 		ic.run = 0
 	}
-	left := plural(len(open), "open item", "open items")
+	left := counted(len(open), "open item", "open items")
 	switch {
 	case ic.nudges >= NudgesPerTurn:
 		return agent.StopDecision{Notice: &session.Notice{Severity: session.SeverityWarning,
@@ -88,7 +88,7 @@ func (ic *interceptor) BeforeStop(_ context.Context, info agent.StopInfo) agent.
 // nudge is the message that sends the model back to its open items.
 func nudge(open []plan.Item) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, nudgeHeadline, plural(len(open), "open item", "open items"))
+	fmt.Fprintf(&b, nudgeHeadline, counted(len(open), "open item", "open items"))
 	b.WriteByte('\n')
 	b.WriteString(lines(open))
 	b.WriteString("\n\n")

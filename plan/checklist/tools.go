@@ -126,7 +126,7 @@ func (t addTool) Title(args json.RawMessage) string {
 	if err != nil || len(a.Items) == 0 {
 		return ""
 	}
-	return "Checklist: add " + plural(len(a.Items), "item", "items")
+	return "Checklist: add " + counted(len(a.Items), "item", "items")
 }
 
 func (t addTool) Run(_ context.Context, c tool.Call) (tool.Result, error) {

@@ -69,7 +69,7 @@ func writeBody(b *strings.Builder, items []plan.Item, retired, budget int) {
 		n := b.Len()
 		b.WriteString("[x] (")
 		b.WriteString(strconv.Itoa(retired))
-		b.WriteString(plural(retired, " earlier step completed)\n", " earlier steps completed)\n"))
+		b.WriteString(plan.Plural(retired, " earlier step completed)\n", " earlier steps completed)\n"))
 		budget -= b.Len() - n
 	}
 	var small [MaxItems]int
@@ -122,7 +122,7 @@ func writeBody(b *strings.Builder, items []plan.Item, retired, budget int) {
 	if left := len(items) - count; left > 0 {
 		b.WriteString("… (")
 		b.WriteString(strconv.Itoa(left))
-		b.WriteString(plural(left, " further step in the plan, not shown here)\n", " further steps in the plan, not shown here)\n"))
+		b.WriteString(plan.Plural(left, " further step in the plan, not shown here)\n", " further steps in the plan, not shown here)\n"))
 	}
 }
 
@@ -150,8 +150,8 @@ func furtherLen(n int) int {
 // The fields of a line are clamped again as they are written, so a plan
 // restored from an arbitrary checkpoint still renders within bounds.
 func lineLen(it plan.Item) int {
-	n := len("[ ] ") + len(clamp(it.Text, MaxStepBytes)) + 1
-	id, phase := clamp(it.ID, MaxIDBytes), clamp(it.Phase, MaxPhaseBytes)
+	n := len("[ ] ") + len(plan.Clamp(it.Text, MaxStepBytes)) + 1
+	id, phase := plan.Clamp(it.ID, MaxIDBytes), plan.Clamp(it.Phase, MaxPhaseBytes)
 	switch {
 	case id != "" && phase != "":
 		n += len(" (id: , phase: )") + len(id) + len(phase)
@@ -166,8 +166,8 @@ func lineLen(it plan.Item) int {
 func writeLine(b *strings.Builder, it plan.Item) {
 	b.WriteString(Glyph(it.Status))
 	b.WriteByte(' ')
-	b.WriteString(clamp(it.Text, MaxStepBytes))
-	id, phase := clamp(it.ID, MaxIDBytes), clamp(it.Phase, MaxPhaseBytes)
+	b.WriteString(plan.Clamp(it.Text, MaxStepBytes))
+	id, phase := plan.Clamp(it.ID, MaxIDBytes), plan.Clamp(it.Phase, MaxPhaseBytes)
 	switch {
 	case id != "" && phase != "":
 		b.WriteString(" (id: ")
@@ -185,11 +185,4 @@ func writeLine(b *strings.Builder, it plan.Item) {
 		b.WriteByte(')')
 	}
 	b.WriteByte('\n')
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -103,7 +103,7 @@ func TestReminderCapsLongPlan(t *testing.T) {
 
 func TestClampOnRuneBoundary(t *testing.T) {
 	s := strings.Repeat("a", 159) + "é" // 161 bytes, é straddles 160
-	if got := clamp(s, MaxStepBytes); got != strings.Repeat("a", 159) {
+	if got := plan.Clamp(s, MaxStepBytes); got != strings.Repeat("a", 159) {
 		t.Fatalf("clamp %q", got)
 	}
 }
@@ -122,7 +122,7 @@ func FuzzReminder(f *testing.F) {
 		if retired < 0 {
 			retired = 0
 		}
-		text = oneLine(text) // the store keeps every step on one line
+		text = plan.OneLine(text) // the store keeps every step on one line
 		var items []plan.Item
 		statuses := []plan.Status{plan.Pending, plan.InProgress, plan.Completed, plan.Blocked, plan.Abandoned}
 		active := -1

@@ -44,11 +44,11 @@ func (ic *interceptor) BeforeStop(_ context.Context, info agent.StopInfo) agent.
 	if info.Run != ic.run {
 		ic.run, ic.nudges = info.Run, 0
 	}
-	left := fmt.Sprintf("%d open %s", len(open), plural(len(open), "step", "steps"))
+	left := fmt.Sprintf("%d open %s", len(open), plan.Plural(len(open), "step", "steps"))
 	if ic.max > 0 && ic.nudges >= ic.max {
 		return agent.StopDecision{Stop: StopIncomplete, Notice: &session.Notice{
 			Severity:    session.SeverityWarning,
-			Title:       fmt.Sprintf("Plan: turn ended with %s after %d completion %s", left, ic.nudges, plural(ic.nudges, "reminder", "reminders")),
+			Title:       fmt.Sprintf("Plan: turn ended with %s after %d completion %s", left, ic.nudges, plan.Plural(ic.nudges, "reminder", "reminders")),
 			Description: renderPlan(state{Items: open}, ReminderCap),
 		}}
 	}
@@ -69,7 +69,7 @@ func (ic *interceptor) BeforeStop(_ context.Context, info agent.StopInfo) agent.
 // for completion as such.
 func nudge(open []plan.Item) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "You are ending your turn, but your plan still has %d open %s:\n", len(open), plural(len(open), "step", "steps"))
+	fmt.Fprintf(&b, "You are ending your turn, but your plan still has %d open %s:\n", len(open), plan.Plural(len(open), "step", "steps"))
 	b.WriteString(renderPlan(state{Items: open}, ReminderCap))
 	b.WriteString("\n")
 	b.WriteString(nudgeText)

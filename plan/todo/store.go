@@ -118,8 +118,8 @@ func decodeState(raw json.RawMessage) (state, int64, error) {
 		default:
 			return state{}, 0, fmt.Errorf("step %d has status %q", i+1, it.Status)
 		}
-		items = append(items, plan.Item{ID: clamp(it.ID, MaxIDBytes), Text: clamp(oneLine(it.Text), MaxStepBytes),
-			Status: it.Status, Phase: clamp(oneLine(it.Phase), MaxPhaseBytes)})
+		items = append(items, plan.Item{ID: plan.Clamp(it.ID, MaxIDBytes), Text: plan.Clamp(plan.OneLine(it.Text), MaxStepBytes),
+			Status: it.Status, Phase: plan.Clamp(plan.OneLine(it.Phase), MaxPhaseBytes)})
 	}
 	return state{Items: items, Retired: c.Retired}, c.Turn, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"meka.dev/meka/plan"
 
 	"meka.dev/meka/permission"
 	"meka.dev/meka/tool"
@@ -96,7 +97,7 @@ func (t planTool) Title(args json.RawMessage) string {
 	if t.name == PatchName {
 		var a patchArgs
 		if json.Unmarshal(args, &a) == nil && len(a.Operations) > 0 {
-			return fmt.Sprintf("Plan: %d %s", len(a.Operations), plural(len(a.Operations), "change", "changes"))
+			return fmt.Sprintf("Plan: %d %s", len(a.Operations), plan.Plural(len(a.Operations), "change", "changes"))
 		}
 	}
 	return "Plan"

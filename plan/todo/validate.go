@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"meka.dev/meka/plan"
 )
@@ -56,7 +55,7 @@ func (a stepArg) item(label string) (plan.Item, error) {
 	if !ok {
 		return plan.Item{}, refusef("%s has status %q; use pending, in_progress, completed, blocked or abandoned", label, a.Status)
 	}
-	text := clamp(strings.TrimSpace(oneLine(a.Step)), MaxStepBytes)
+	text := plan.Clamp(strings.TrimSpace(plan.OneLine(a.Step)), MaxStepBytes)
 	if text == "" {
 		return plan.Item{}, refusef("%s has no text", label)
 	}
@@ -66,7 +65,7 @@ func (a stepArg) item(label string) (plan.Item, error) {
 	if len(a.Phase) > MaxPhaseBytes {
 		return plan.Item{}, refusef("%s has a phase of %d bytes; a phase is at most %d bytes", label, len(a.Phase), MaxPhaseBytes)
 	}
-	return plan.Item{ID: a.ID, Text: text, Status: st, Phase: strings.TrimSpace(oneLine(a.Phase))}, nil
+	return plan.Item{ID: a.ID, Text: text, Status: st, Phase: strings.TrimSpace(plan.OneLine(a.Phase))}, nil
 }
 
 // stepLabel names the i-th step (0-based) of a list for a refusal.
@@ -74,7 +73,7 @@ func stepLabel(i int, it plan.Item) string {
 	if it.ID != "" {
 		return fmt.Sprintf("step %d (id %q)", i+1, it.ID)
 	}
-	return fmt.Sprintf("step %d (%q)", i+1, clamp(it.Text, 40))
+	return fmt.Sprintf("step %d (%q)", i+1, plan.Clamp(it.Text, 40))
 }
 
 // checkPlan validates a whole resulting plan: its size, unique ids and at
@@ -147,7 +146,7 @@ func (st state) patch(a patchArgs) (state, error) {
 		return -1
 	}
 	for n, op := range a.Operations {
-		label := fmt.Sprintf("operation %d (%s %q)", n+1, op.Action, clamp(op.ID, MaxIDBytes))
+		label := fmt.Sprintf("operation %d (%s %q)", n+1, op.Action, plan.Clamp(op.ID, MaxIDBytes))
 		if op.ID == "" {
 			return st, refusef("operation %d (%s) has no id", n+1, op.Action)
 		}
@@ -226,24 +225,4 @@ func (st state) apply(name string, args json.RawMessage) (state, error) {
 		return st.patch(a)
 	}
 	return st, refusef("unknown plan tool %q", name)
-}
-
-// clamp cuts s to at most n bytes on a UTF-8 boundary.
-func clamp(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}
-
-// oneLine keeps a step on its line of the reminder.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }

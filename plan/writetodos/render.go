@@ -3,7 +3,6 @@ package writetodos
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"meka.dev/meka/plan"
 )
@@ -174,7 +173,7 @@ func omittedLen(n int) int {
 }
 
 func lineLen(i int, t Todo) int {
-	return len("[ ] . ") + digits(i+1) + len(clamp(t.Content, lineContentCap)) + len(" ()\n") + len(clamp(t.ID, lineIDCap))
+	return len("[ ] . ") + digits(i+1) + len(plan.Clamp(t.Content, lineContentCap)) + len(" ()\n") + len(plan.Clamp(t.ID, lineIDCap))
 }
 
 func digits(n int) int {
@@ -188,7 +187,7 @@ func digits(n int) int {
 func writeLine(b *strings.Builder, i int, t Todo, capped bool) {
 	content, id := t.Content, t.ID
 	if capped {
-		content, id = clamp(content, lineContentCap), clamp(id, lineIDCap)
+		content, id = plan.Clamp(content, lineContentCap), plan.Clamp(id, lineIDCap)
 	}
 	b.WriteString(Mark(t.Status))
 	b.WriteByte(' ')
@@ -199,24 +198,4 @@ func writeLine(b *strings.Builder, i int, t Todo, capped bool) {
 	b.WriteString(" (")
 	b.WriteString(id)
 	b.WriteString(")\n")
-}
-
-// oneLine keeps an item on its line of the list.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-}
-
-// clamp cuts s to at most n bytes on a UTF-8 boundary.
-func clamp(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }

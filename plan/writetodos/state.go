@@ -161,7 +161,7 @@ func (cur state) write(a writeArgs, now time.Time) (state, error) {
 		}
 		for i, t := range a.Todos {
 			label := fmt.Sprintf("todos[%d]", i)
-			content := strings.TrimSpace(oneLine(t.Content))
+			content := strings.TrimSpace(plan.OneLine(t.Content))
 			st, ok := parseStatus(t.Status)
 			switch {
 			case content == "":
@@ -180,7 +180,7 @@ func (cur state) write(a writeArgs, now time.Time) (state, error) {
 			if i < len(cur.Items) {
 				old := cur.Items[i]
 				if content != old.Content || st != old.Status || (t.ID != "" && t.ID != old.ID) ||
-					(t.ActiveForm != nil && strings.TrimSpace(oneLine(*t.ActiveForm)) != old.Item().ActiveForm) {
+					(t.ActiveForm != nil && strings.TrimSpace(plan.OneLine(*t.ActiveForm)) != old.Item().ActiveForm) {
 					return cur, refusal{msgReplace}
 				}
 				continue
@@ -193,7 +193,7 @@ func (cur state) write(a writeArgs, now time.Time) (state, error) {
 			}
 			td := Todo{ID: newID(i), Content: content, At: now}
 			if t.ActiveForm != nil {
-				td.ActiveForm = strings.TrimSpace(oneLine(*t.ActiveForm))
+				td.ActiveForm = strings.TrimSpace(plan.OneLine(*t.ActiveForm))
 			}
 			td.setStatus(st, now)
 			next.Items = append(next.Items, td)
@@ -212,7 +212,7 @@ func (cur state) write(a writeArgs, now time.Time) (state, error) {
 		seen[u.ID] = i
 		td := &next.Items[j]
 		if u.Content != nil {
-			c := strings.TrimSpace(oneLine(*u.Content))
+			c := strings.TrimSpace(plan.OneLine(*u.Content))
 			if c == "" {
 				return cur, refusef("%s (%s) sets an empty content", label, u.ID)
 			}
@@ -225,7 +225,7 @@ func (cur state) write(a writeArgs, now time.Time) (state, error) {
 			if err := checkText(label, "activeForm", *u.ActiveForm); err != nil {
 				return cur, err
 			}
-			td.ActiveForm = strings.TrimSpace(oneLine(*u.ActiveForm))
+			td.ActiveForm = strings.TrimSpace(plan.OneLine(*u.ActiveForm))
 		}
 		if u.Status != nil {
 			st, ok := parseStatus(*u.Status)

@@ -3,6 +3,7 @@ package writetodos
 import (
 	"context"
 	"fmt"
+	"meka.dev/meka/plan"
 	"strings"
 	"sync"
 
@@ -42,11 +43,11 @@ func (ic *interceptor) BeforeStop(_ context.Context, info agent.StopInfo) agent.
 	if info.Run != ic.run {
 		ic.run, ic.nudges = info.Run, 0
 	}
-	left := fmt.Sprintf("%d open %s", len(open), plural(len(open), "item", "items"))
+	left := fmt.Sprintf("%d open %s", len(open), plan.Plural(len(open), "item", "items"))
 	if ic.max > 0 && ic.nudges >= ic.max {
 		return agent.StopDecision{Stop: StopIncomplete, Notice: &session.Notice{
 			Severity:    session.SeverityWarning,
-			Title:       fmt.Sprintf("Todo list: turn ended with %s after %d completion %s", left, ic.nudges, plural(ic.nudges, "reminder", "reminders")),
+			Title:       fmt.Sprintf("Todo list: turn ended with %s after %d completion %s", left, ic.nudges, plan.Plural(ic.nudges, "reminder", "reminders")),
 			Description: renderOpen(st),
 		}}
 	}
@@ -71,11 +72,4 @@ func renderOpen(st state) string {
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
