@@ -303,6 +303,7 @@ func (s state) render() string {
 	return "The checklist:\n" + lines(s.Items)
 }
 
+// counted is n with its word: "1 item", "3 items".
 func counted(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
