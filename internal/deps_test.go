@@ -51,7 +51,7 @@ var allowed = map[string][]string{
 	"internal/host": {"agent", "plan", "session", "tool", "permission", "model", "internal/task",
 		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool"},
 	"internal/schedule/sqlitestore": {"internal/schedule", "internal/sqlite"},
-	"internal/schedule":             {"internal/schedule/cron", "session", "tool", "permission", "model", "agent"},
+	"internal/schedule":             {"internal/schedule/cron", "internal/sandbox", "session", "tool", "permission", "model", "agent"},
 	// L5: front doors never import each other.
 	"internal/acp/jsonrpc": {},
 	"internal/acp":         {"internal/acp/jsonrpc", "internal/imaging", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},

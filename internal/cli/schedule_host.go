@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -67,15 +66,8 @@ func (g *globals) newScheduling(cfg *config.Config, db *sqlite.DB) (*scheduling,
 		ParseDuration:       config.ParseDuration,
 		FormatDuration:      config.FormatDuration,
 		Confined:            confined,
-		Command: func(ctx context.Context, dir, command string) (*exec.Cmd, error) {
-			// A command gate runs unconfined: only unrestricted authorises
-			// one. Its environment is scrubbed like the shell tool's.
-			return sandbox.Command(ctx, sandbox.Spec{
-				Args: []string{"sh", "-c", command}, Dir: dir,
-				Env: sandbox.ScrubEnv(os.Environ(), scrub), Mode: sandbox.Unrestricted,
-			})
-		},
-		Logger: g.logger(),
+		ScrubNames:          scrub,
+		Logger:              g.logger(),
 	})
 	if err != nil {
 		return nil, usageError("[schedule]: %v", err)

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"os"
 	"os/exec"
 	"runtime/debug"
 	"strings"
 
+	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/tool"
@@ -30,14 +32,17 @@ func (e *GateError) Error() string {
 
 func (e *GateError) Unwrap() error { return e.Err }
 
-// defaultCommand runs command with sh -c in dir, in a process group of
-// its own that a canceled ctx kills whole.
-func defaultCommand(ctx context.Context, dir, command string) (*exec.Cmd, error) {
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
-	cmd.Dir = dir
-	setGroup(cmd)
-	cmd.WaitDelay = waitDelay
-	return cmd, nil
+// gateCommand runs a command gate as the shell tool runs commands, through
+// the sandbox's runner: sh -c in dir, in a process group a canceled ctx
+// kills whole, with a scrubbed environment. It runs unconfined: only the
+// unrestricted level authorises a command gate.
+func gateCommand(scrub []string) func(ctx context.Context, dir, command string) (*exec.Cmd, error) {
+	return func(ctx context.Context, dir, command string) (*exec.Cmd, error) {
+		return sandbox.Command(ctx, sandbox.Spec{
+			Args: []string{"sh", "-c", command}, Dir: dir,
+			Env: sandbox.ScrubEnv(os.Environ(), scrub), Mode: sandbox.Unrestricted,
+		})
+	}
 }
 
 // capture keeps the first MaxProbeOutput bytes written to it and hashes

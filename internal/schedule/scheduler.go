@@ -32,9 +32,6 @@ const MaxFailedClaims = 3
 // dueBatch bounds the due jobs one sweep reads.
 const dueBatch = 1000
 
-// waitDelay bounds the wait for a killed gate's pipes to drain.
-const waitDelay = 2 * time.Second
-
 // ErrLeaseTooShort is returned by New for a claim lease that does not
 // outlast a gate probe.
 var ErrLeaseTooShort = errors.New("claim_lease must be longer than gate_timeout")
@@ -67,9 +64,11 @@ type Options struct {
 	// Confined reports whether shell_execute can be confined here, which
 	// admits it as a tool gate; nil means it cannot.
 	Confined func() bool
-	// Command builds a command gate's process: sh -c command in dir,
-	// unconfined, in a process group a canceled ctx kills. Nil runs sh
-	// with this process's environment.
+	// ScrubNames are the provider key variables removed, with the
+	// sandbox's patterns, from a command gate's environment.
+	ScrubNames []string
+	// Command builds a command gate's process; nil runs it through the
+	// sandbox's runner (see gateCommand). Tests replace it.
 	Command func(ctx context.Context, dir, command string) (*exec.Cmd, error)
 
 	Now    func() time.Time
@@ -128,7 +127,7 @@ func New(opts Options) (*Scheduler, error) {
 		opts.Confined = func() bool { return false }
 	}
 	if opts.Command == nil {
-		opts.Command = defaultCommand
+		opts.Command = gateCommand(opts.ScrubNames)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
