@@ -99,7 +99,7 @@ func collapse(dirs, stronger []string) []string {
 	for i, d := range dirs {
 		covered := under(d, stronger)
 		for j, o := range dirs {
-			if i != j && within(d, o) && (d != o || j < i) {
+			if i != j && Within(d, o) && (d != o || j < i) {
 				covered = true
 			}
 		}
@@ -112,7 +112,8 @@ func collapse(dirs, stronger []string) []string {
 
 // within reports whether p is dir or lies under it. Both are clean and
 // absolute.
-func within(p, dir string) bool {
+// Within reports whether the clean path p is dir or lies inside it.
+func Within(p, dir string) bool {
 	if p == dir {
 		return true
 	}
@@ -123,7 +124,7 @@ func within(p, dir string) bool {
 }
 
 func under(p string, dirs []string) bool {
-	return slices.ContainsFunc(dirs, func(d string) bool { return within(p, d) })
+	return slices.ContainsFunc(dirs, func(d string) bool { return Within(p, d) })
 }
 
 // Cwd returns the canonical cwd the roots were built with.

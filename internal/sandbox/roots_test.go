@@ -209,7 +209,7 @@ func FuzzResolve(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !within(got, ws) {
+		if !Within(got, ws) {
 			t.Fatalf("Resolve(%q) = %q, outside %s", p, got, ws)
 		}
 		if c, err := Canonical(got); err != nil || c != got {

@@ -54,7 +54,7 @@ func (Disk) WriteFileIn(ctx context.Context, path string, data []byte, roots *sa
 // and f can be. The scratchpad lies outside the roots and is read as is.
 func (e *env) readFile(ctx context.Context, call tool.Call, f FS, p string) ([]byte, error) {
 	if c, ok := f.(Confined); ok {
-		if r := e.sandboxRoots(call); r != nil && !e.inScratch(p) {
+		if r := e.sandboxRoots(call); r != nil && !e.isScratch(p) {
 			return c.ReadFileIn(ctx, p, r)
 		}
 	}
@@ -75,7 +75,7 @@ func (e *env) writeFile(ctx context.Context, call tool.Call, f FS, p string, dat
 // openLocal opens p on the local disk for reading, inside the roots when
 // the call is confined.
 func (e *env) openLocal(call tool.Call, p string) (*os.File, error) {
-	if r := e.sandboxRoots(call); r != nil && !e.inScratch(p) {
+	if r := e.sandboxRoots(call); r != nil && !e.isScratch(p) {
 		return sandbox.Open(p, r)
 	}
 	return os.Open(p)
@@ -149,4 +149,10 @@ func writeAtomic(path string, data []byte) (err error) {
 		return fmt.Errorf("write file: %w", err)
 	}
 	return nil
+}
+
+// isScratch reports whether p lies in the session's scratchpad.
+func (e *env) isScratch(p string) bool {
+	_, ok := e.inScratch(p)
+	return ok
 }

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"meka.dev/meka/internal/sandbox"
@@ -216,37 +215,26 @@ func (e *env) resolve(call tool.Call, p string, write bool) (string, error) {
 	if err == nil {
 		return got, nil
 	}
-	if !write && e.inScratch(absPath(p, call.Cwd)) {
-		if c, cerr := sandbox.Canonical(absPath(p, call.Cwd)); cerr == nil {
+	if !write {
+		if c, ok := e.inScratch(absPath(p, call.Cwd)); ok {
 			return c, nil
 		}
 	}
 	return "", &PathError{Op: op, Path: p, Err: err}
 }
 
-// inScratch reports whether abs lies in the session's scratchpad, symlinks
-// resolved.
-func (e *env) inScratch(abs string) bool {
+// inScratch reports whether abs lies in the session's scratchpad,
+// symlinks resolved, and returns its canonical path.
+func (e *env) inScratch(abs string) (string, bool) {
 	if e.opts.ScratchDir == "" {
-		return false
+		return "", false
 	}
 	c, err := sandbox.Canonical(abs)
 	if err != nil {
-		return false
+		return "", false
 	}
 	sd, err := sandbox.Canonical(e.opts.ScratchDir)
-	return err == nil && within(c, sd)
-}
-
-// within reports whether p is root or inside it; both are clean.
-func within(p, root string) bool {
-	if p == root {
-		return true
-	}
-	if root == string(filepath.Separator) {
-		return strings.HasPrefix(p, root)
-	}
-	return strings.HasPrefix(p, root+string(filepath.Separator))
+	return c, err == nil && sandbox.Within(c, sd)
 }
 
 // refusal is the result for a path the call may not touch.
@@ -285,7 +273,7 @@ func collapseRoots(list []string) []string {
 		}
 		covered := false
 		for _, o := range out {
-			if within(r, o) {
+			if sandbox.Within(r, o) {
 				covered = true
 				break
 			}
@@ -298,7 +286,7 @@ func collapseRoots(list []string) []string {
 		placed := false
 		kept := out[:0:0]
 		for _, o := range out {
-			if within(o, r) {
+			if sandbox.Within(o, r) {
 				if !placed {
 					kept = append(kept, r)
 					placed = true
@@ -318,7 +306,7 @@ func collapseRoots(list []string) []string {
 // display is how a path is shown to the model: relative to cwd when
 // inside it, else absolute.
 func display(p, cwd string) string {
-	if cwd != "" && within(p, filepath.Clean(cwd)) {
+	if cwd != "" && sandbox.Within(p, filepath.Clean(cwd)) {
 		if rel, err := filepath.Rel(cwd, p); err == nil {
 			return rel
 		}

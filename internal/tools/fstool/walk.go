@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"meka.dev/meka/internal/sandbox"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,7 @@ func walkDir(ctx context.Context, dir, only string, ign ignoreStack, visit func(
 			continue
 		}
 		if isDir {
-			if only != "" && !within(p, only) && !within(only, p) {
+			if only != "" && !sandbox.Within(p, only) && !sandbox.Within(only, p) {
 				continue
 			}
 			if err := walkDir(ctx, p, only, ign, visit); err != nil {
@@ -60,7 +61,7 @@ func walkDir(ctx context.Context, dir, only string, ign ignoreStack, visit func(
 			}
 			continue
 		}
-		if only != "" && !within(p, only) {
+		if only != "" && !sandbox.Within(p, only) {
 			continue
 		}
 		if err := visit(p, d); err != nil {
