@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"encoding/json"
 	"sync"
 
 	"meka.dev/meka/internal/acp/jsonrpc"
@@ -87,11 +86,11 @@ func (a *arrivals) arrived(req *jsonrpc.Request) {
 	if req.Method != "session/prompt" {
 		return
 	}
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	if json.Unmarshal(req.Params, &p) != nil || p.SessionID == "" {
+	// The prompt may be large: only its members are skipped over here, on
+	// the reader goroutine; the handler decodes it.
+	sid, ok := jsonrpc.StringMember(req.Params, "sessionId")
+	if !ok || sid == "" {
 		return // the handler answers the bad params
 	}
-	a.add(string(req.ID), p.SessionID)
+	a.add(string(req.ID), sid)
 }

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 )
@@ -38,5 +39,26 @@ func TestArrivedPrecedesLaterMessages(t *testing.T) {
 	close(release)
 	if w := p.recv(); string(w.ID) != `"p-1"` {
 		t.Fatalf("response %s", w.raw)
+	}
+}
+
+func TestStringMember(t *testing.T) {
+	cases := []struct {
+		params, name, want string
+		ok                 bool
+	}{
+		{`{"prompt":[{"type":"text","text":"a \"quoted\" {brace"}],"sessionId":"s1"}`, "sessionId", "s1", true},
+		{`{"sessionId":"s\u0031"}`, "sessionId", "s1", true},
+		{`{"sessionId":"a","sessionId":"b"}`, "sessionId", "b", true},
+		{`{"sessionid":"s1"}`, "sessionId", "", false},
+		{`{"sessionId":7}`, "sessionId", "", false},
+		{`["sessionId"]`, "sessionId", "", false},
+		{``, "sessionId", "", false},
+	}
+	for _, tc := range cases {
+		got, ok := StringMember(json.RawMessage(tc.params), tc.name)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("StringMember(%s) = %q, %v; want %q, %v", tc.params, got, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -103,17 +103,16 @@ type envelope struct {
 	jsonrpc, id, method, params, result, err json.RawMessage
 }
 
-// split reads the top-level members of a JSON object that json.Valid has
-// accepted. Hand-rolled because decoding into a map costs several times
-// more than the rest of a round trip, and a struct would match member names
-// case-insensitively. Of duplicate members the last wins, as in
-// encoding/json.
-func split(obj []byte) (env envelope) {
+// members calls f with each top-level member of a JSON object that
+// json.Valid has accepted, until f returns false. Hand-rolled because
+// decoding into a map costs several times more than the rest of a round
+// trip, and a struct would match member names case-insensitively.
+func members(obj []byte, f func(key []byte, v json.RawMessage) bool) {
 	i := skipSpace(obj, 0) + 1 // past '{'
 	for {
 		i = skipSpace(obj, i)
 		if obj[i] == '}' {
-			return env
+			return
 		}
 		end := skipString(obj, i)
 		key := obj[i+1 : end-1]
@@ -123,7 +122,20 @@ func split(obj []byte) (env envelope) {
 		i = skipSpace(obj, end) + 1 // past ':'
 		i = skipSpace(obj, i)
 		end = skipValue(obj, i)
-		v := json.RawMessage(obj[i:end])
+		if !f(key, json.RawMessage(obj[i:end])) {
+			return
+		}
+		i = skipSpace(obj, end)
+		if obj[i] == ',' {
+			i++
+		}
+	}
+}
+
+// split reads a message's members. Of duplicate members the last wins, as
+// in encoding/json.
+func split(obj []byte) (env envelope) {
+	members(obj, func(key []byte, v json.RawMessage) bool {
 		switch string(key) { // no allocation
 		case "jsonrpc":
 			env.jsonrpc = v
@@ -138,11 +150,32 @@ func split(obj []byte) (env envelope) {
 		case "error":
 			env.err = v
 		}
-		i = skipSpace(obj, end)
-		if obj[i] == ',' {
-			i++
-		}
+		return true
+	})
+	return env
+}
+
+// StringMember returns the string value of the top-level member name of
+// params as the layer passed them (valid JSON), without decoding the
+// rest: an Arrived hook reads a field of a large request this way on the
+// reader goroutine. It reports false when params is no object or the
+// member is absent or not a string; of duplicates the last wins.
+func StringMember(params json.RawMessage, name string) (string, bool) {
+	j := skipSpace(params, 0)
+	if j >= len(params) || params[j] != '{' {
+		return "", false
 	}
+	var val json.RawMessage
+	members(params, func(key []byte, v json.RawMessage) bool {
+		if string(key) == name {
+			val = v
+		}
+		return true
+	})
+	if len(val) < 2 || val[0] != '"' {
+		return "", false
+	}
+	return jsonString(val), true
 }
 
 func skipSpace(b []byte, i int) int {
