@@ -173,17 +173,9 @@ func New(opts Options, rows []session.Row) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, folder: session.NewFolder(opts.Folds...), specs: specs}
 	e.rows = append([]session.Row(nil), rows...)
-	if err := e.folder.Replay(e.rows); err != nil {
+	if err := e.refold(); err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
-	// Replay never produces events: a fold cannot tell replayed rows from
-	// live ones, so what replay left to take is dropped here.
-	for _, f := range opts.Folds {
-		if ef, ok := f.(EventFold); ok {
-			ef.TakeEvent()
-		}
-	}
-	e.view = BuildView(e.rows)
 	return e, nil
 }
 
@@ -201,6 +193,27 @@ func (e *Engine) emit(ev Event) {
 	e.emitMu.Lock()
 	defer e.emitMu.Unlock()
 	e.opts.Events(ev)
+}
+
+// refold rebuilds the model's view and every fold from the rows the engine
+// holds, and forgets the context measured for a request over other rows.
+func (e *Engine) refold() error {
+	e.mu.Lock()
+	rows := append([]session.Row(nil), e.rows...)
+	e.view = BuildView(rows)
+	e.lastCtx, e.addedLen = 0, 0
+	e.mu.Unlock()
+	if err := e.folder.Replay(rows); err != nil {
+		return err
+	}
+	// Replay never produces events: a fold cannot tell replayed rows from
+	// live ones, so what replay left to take is dropped here.
+	for _, f := range e.opts.Folds {
+		if ef, ok := f.(EventFold); ok {
+			ef.TakeEvent()
+		}
+	}
+	return nil
 }
 
 // appendRows persists rows, folds them in, updates the model's view and

@@ -38,18 +38,9 @@ func (e *Engine) Withdraw(ctx context.Context, turn int64, rewind func(ctx conte
 		keep++
 	}
 	e.rows = e.rows[:keep:keep]
-	rows := append([]session.Row(nil), e.rows...)
-	e.view = BuildView(rows)
-	e.addedLen = 0
 	e.mu.Unlock()
-	if err := e.folder.Replay(rows); err != nil {
+	if err := e.refold(); err != nil {
 		return fmt.Errorf("withdraw turn %d: %w", turn, err)
-	}
-	// Refolding is replay: it produces no events.
-	for _, f := range e.opts.Folds {
-		if ef, ok := f.(EventFold); ok {
-			ef.TakeEvent()
-		}
 	}
 	return nil
 }
