@@ -80,19 +80,11 @@ func (s *server) open(ctx context.Context, op string, p *LoadSessionRequest) (*h
 		}
 		s.drop(meta.ID)
 	}
-	hs, err := s.opts.Host.Open(ctx, meta.ID)
+	// The client's workspace wins, replacing (not merging) the roots, once
+	// the session has opened: a refused load writes nothing.
+	hs, err := s.opts.Host.OpenIn(ctx, meta.ID, host.Workspace{Cwd: cwd, AdditionalDirs: dirs})
 	if err != nil {
 		return nil, s.sessionError(op, meta.ID, err)
-	}
-	if cur := hs.Meta(); !slices.Equal(cur.AdditionalDirs, dirs) || cur.Cwd != cwd {
-		// The client's workspace wins, replacing (not merging) the roots,
-		// now that the session has opened: a refused load writes nothing.
-		if err := hs.Update(ctx, func(m *session.Meta) { m.Cwd, m.AdditionalDirs = cwd, dirs }); err != nil {
-			return nil, s.sessionError(op, meta.ID, err)
-		}
-		if hs, err = s.opts.Host.Reopen(ctx, meta.ID); err != nil {
-			return nil, s.sessionError(op, meta.ID, err)
-		}
 	}
 	return hs, nil
 }
@@ -143,19 +135,9 @@ func (s *server) forkSession(ctx context.Context, p *LoadSessionRequest) (*NewSe
 		}
 		defer func() { _ = h.CloseSession(context.WithoutCancel(ctx), meta.ID) }()
 	}
-	hs, err := h.Fork(ctx, meta.ID, -1)
+	hs, err := h.ForkIn(ctx, meta.ID, -1, host.Workspace{Cwd: cwd, AdditionalDirs: dirs})
 	if err != nil {
 		return nil, s.sessionError("fork session", meta.ID, err)
-	}
-	if cur := hs.Meta(); !slices.Equal(cur.AdditionalDirs, dirs) || cur.Cwd != cwd {
-		// The fork is a new session: the request's cwd and directories
-		// apply to it, not the source's.
-		if err := hs.Update(ctx, func(m *session.Meta) { m.Cwd, m.AdditionalDirs = cwd, dirs }); err != nil {
-			return nil, s.sessionError("fork session", hs.ID(), err)
-		}
-		if hs, err = h.Reopen(ctx, hs.ID()); err != nil {
-			return nil, s.sessionError("fork session", hs.ID(), err)
-		}
 	}
 	e := s.register(hs, false)
 	jsonrpc.AfterResponse(ctx, func() { e.announce(ctx, true) })

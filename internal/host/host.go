@@ -251,9 +251,30 @@ func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
 	return h.Open(ctx, meta.ID)
 }
 
+// Workspace is where a front door wants a session to work: a non-empty Cwd
+// replaces the recorded one, and AdditionalDirs then replace (not merge)
+// the recorded directories. Both are canonical.
+type Workspace struct {
+	Cwd            string
+	AdditionalDirs []string
+}
+
+// holds reports whether a session described by m already works in ws.
+func (ws Workspace) holds(m session.Meta) bool {
+	return ws.Cwd == "" || (m.Cwd == ws.Cwd && slices.Equal(m.AdditionalDirs, ws.AdditionalDirs))
+}
+
 // Open takes a session for writing and loads it: its lock, its rows, its
 // engine. A session this host already has open is returned as it is.
 func (h *Host) Open(ctx context.Context, idOrPrefix string) (*Session, error) {
+	return h.OpenIn(ctx, idOrPrefix, Workspace{})
+}
+
+// OpenIn is Open that, once the session's lock is taken, records ws as
+// its workspace before loading it, so that the engine is built once and a
+// session that could not be opened keeps its recorded workspace. A
+// session already open here in another workspace is reloaded in ws.
+func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Session, error) {
 	meta, err := h.opts.Store.Get(ctx, idOrPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
@@ -264,7 +285,16 @@ func (h *Host) Open(ctx context.Context, idOrPrefix string) (*Session, error) {
 		h.mu.Lock()
 		if s, ok := h.open[meta.ID]; ok {
 			h.mu.Unlock()
-			return s, nil
+			if ws.holds(s.Meta()) {
+				return s, nil
+			}
+			if s.Busy() {
+				return nil, fmt.Errorf("open session %s in another workspace: %w", meta.ID, agent.ErrBusy)
+			}
+			if err := h.CloseSession(ctx, meta.ID); err != nil {
+				return nil, fmt.Errorf("open session: %w", err)
+			}
+			continue
 		}
 		wait, busy := h.opening[meta.ID]
 		if !busy {
@@ -290,6 +320,13 @@ func (h *Host) Open(ctx context.Context, idOrPrefix string) (*Session, error) {
 	lock, err := h.opts.Store.Lock(ctx, meta.ID, h.opts.Holder)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
+	}
+	if !ws.holds(meta) {
+		meta.Cwd, meta.AdditionalDirs = ws.Cwd, ws.AdditionalDirs
+		if err := h.opts.Store.Update(ctx, meta); err != nil {
+			_ = lock.Release(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("open session %s: record its workspace: %w", meta.ID, err)
+		}
 	}
 	s, err := h.load(ctx, meta, lock)
 	if err != nil {
@@ -318,6 +355,12 @@ func (h *Host) Latest(ctx context.Context, cwd string) (*Session, error) {
 // Fork copies a session (through a turn, or whole when throughTurn < 0)
 // into a new one and opens it. Background tasks do not travel.
 func (h *Host) Fork(ctx context.Context, idOrPrefix string, throughTurn int64) (*Session, error) {
+	return h.ForkIn(ctx, idOrPrefix, throughTurn, Workspace{})
+}
+
+// ForkIn is Fork with the fork opened in ws: a fork is a new session, so
+// the workspace its request names applies to it, not the source's.
+func (h *Host) ForkIn(ctx context.Context, idOrPrefix string, throughTurn int64, ws Workspace) (*Session, error) {
 	meta, err := h.opts.Store.Get(ctx, idOrPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("fork session: %w", err)
@@ -326,7 +369,7 @@ func (h *Host) Fork(ctx context.Context, idOrPrefix string, throughTurn int64) (
 	if err != nil {
 		return nil, fmt.Errorf("fork session: %w", err)
 	}
-	return h.Open(ctx, forked.ID)
+	return h.OpenIn(ctx, forked.ID, ws)
 }
 
 // Reopen closes an open session (after its turn) and opens it again, so

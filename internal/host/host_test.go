@@ -370,3 +370,31 @@ func TestConcurrentOpensShareTheSession(t *testing.T) {
 		}
 	}
 }
+
+// OpenIn records the front door's workspace once the lock is taken, and
+// the session is built in it.
+func TestOpenInRecordsTheWorkspace(t *testing.T) {
+	f := newFixture(t, `[]`)
+	var cwds []string
+	f.opts.Tools = func(env host.Env) ([]tool.Tool, error) {
+		cwds = append(cwds, env.Meta.Cwd)
+		return nil, nil
+	}
+	h := f.host(t)
+	s, _ := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	moved, _ := filepath.EvalSymlinks(t.TempDir())
+	extra, _ := filepath.EvalSymlinks(t.TempDir())
+	again, err := h.OpenIn(t.Context(), s.ID(), host.Workspace{Cwd: moved, AdditionalDirs: []string{extra}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := f.db.Sessions().Get(t.Context(), s.ID())
+	if stored.Cwd != moved || len(stored.AdditionalDirs) != 1 || again.Meta().Cwd != moved || cwds[len(cwds)-1] != moved {
+		t.Fatalf("stored %+v, open %+v, built in %v", stored, again.Meta(), cwds)
+	}
+	// The same workspace again: the open session is returned as it is.
+	same, err := h.OpenIn(t.Context(), s.ID(), host.Workspace{Cwd: moved, AdditionalDirs: []string{extra}})
+	if err != nil || same != again || len(cwds) != 2 {
+		t.Fatalf("reopened in the same workspace: %v, %d builds", err, len(cwds))
+	}
+}
