@@ -88,7 +88,7 @@ func (p Plugin) Compose() (Composition, error) {
 		Folds:        []session.Fold{&Fold{store: p.Store, from: p.FromTurn}},
 	}
 	if p.CheckCompletion {
-		c.Interceptors = []agent.StopInterceptor{&interceptor{store: p.Store, max: p.MaxCompletionNudges}}
+		c.Interceptors = []agent.StopInterceptor{completionCheck(p.Store, p.MaxCompletionNudges)}
 	}
 	return c, nil
 }
@@ -127,7 +127,7 @@ func (p Plugin) Interceptor() (agent.StopInterceptor, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	return &interceptor{store: p.Store, max: p.MaxCompletionNudges}, nil
+	return completionCheck(p.Store, p.MaxCompletionNudges), nil
 }
 
 // reminder puts the plan at the end of every request once it exists. It

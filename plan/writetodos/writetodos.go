@@ -109,7 +109,7 @@ func (p *Plugin) Contributor() agent.RequestContributor { return contributor{p} 
 // Interceptor returns the completion check, whatever CheckCompletion
 // says; each call returns one with its own nudge count.
 func (p *Plugin) Interceptor() agent.StopInterceptor {
-	return &interceptor{p: p, max: p.opts.MaxCompletionNudges}
+	return completionCheck(p)
 }
 
 // Todos returns the list, in order.
