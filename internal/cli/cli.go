@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,6 +54,7 @@ type globals struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	now            func() time.Time // the wall clock; tests pin it
 }
 
 // Main runs meka with args (without the program name) and returns the
@@ -61,7 +63,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	// A confined shell command re-executes meka as its Landlock helper;
 	// that process confines itself and becomes the command here.
 	sandbox.RunHelperIfRequested()
-	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetIn(stdin)

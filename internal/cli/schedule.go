@@ -49,7 +49,7 @@ the database and fire while a long-lived meka (meka acp) holds their session.
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withSchedules(cmd.Context(), g, func(db *sqlite.DB) error {
-				return listJobs(cmd.Context(), g.stdout, db, sessionID, time.Now())
+				return listJobs(cmd.Context(), g.stdout, db, sessionID, g.now())
 			})
 		},
 	}
@@ -70,7 +70,7 @@ the database and fire while a long-lived meka (meka acp) holds their session.
 			}
 			return withSchedules(cmd.Context(), g, func(db *sqlite.DB) error {
 				return showJob(cmd.Context(), g.stdout, db, args[0], jobView{
-					now: time.Now(), fallback: level, enabled: cfg.Permissions.Enabled, confined: confined(),
+					now: g.now(), fallback: level, enabled: cfg.Permissions.Enabled, confined: confined(),
 				})
 			})
 		},
@@ -452,7 +452,7 @@ func runNext(g *globals, n nextFlags) error {
 			loc = localZone(g.getenv)
 		}
 	}
-	from := time.Now()
+	from := g.now()
 	if n.from != "" {
 		var err error
 		if from, err = time.Parse(time.RFC3339, n.from); err != nil {

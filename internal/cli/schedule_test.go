@@ -28,7 +28,12 @@ type scheduleFixture struct {
 	t       *testing.T
 	dataDir string
 	db      *sqlite.DB
+	now     time.Time // the clock the commands read
 }
+
+// fixtureNow is the fixture's wall clock: the tables' relative columns
+// are computed from it, never from the day the test runs.
+var fixtureNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func newScheduleFixture(t *testing.T) *scheduleFixture {
 	t.Helper()
@@ -38,7 +43,7 @@ func newScheduleFixture(t *testing.T) *scheduleFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &scheduleFixture{t: t, dataDir: dir, db: db}
+	return &scheduleFixture{t: t, dataDir: dir, db: db, now: fixtureNow}
 }
 
 func (f *scheduleFixture) session(id, level string) string {
@@ -59,7 +64,7 @@ func (f *scheduleFixture) job(j sqlite.Job) sqlite.Job {
 		j.Kind, j.Spec, j.Interval = "every", "30m", 30*time.Minute
 	}
 	if j.NextAt.IsZero() {
-		j.NextAt = time.Now().Add(12*time.Minute + 30*time.Second)
+		j.NextAt = f.now.Add(12*time.Minute + 30*time.Second)
 	}
 	out, err := f.db.Schedules().Create(f.t.Context(), j, 0)
 	if err != nil {
@@ -75,7 +80,7 @@ func (f *scheduleFixture) meka(args ...string) (stdout, stderr string, code int)
 	home := f.t.TempDir()
 	env := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config")}
 	var o, e bytes.Buffer
-	g := &globals{stdin: strings.NewReader(""), stdout: &o, stderr: &e, getenv: func(k string) string { return env[k] }}
+	g := &globals{stdin: strings.NewReader(""), stdout: &o, stderr: &e, getenv: func(k string) string { return env[k] }, now: func() time.Time { return f.now }}
 	root := newRoot(g)
 	root.SetArgs(append([]string{"--data-dir", f.dataDir}, args...))
 	root.SetOut(&o)
