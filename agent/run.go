@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
@@ -169,10 +170,12 @@ func (e *Engine) callModel(ctx context.Context, ts *turnState) (*model.Response,
 }
 
 // request builds the next request from the view and the contributors.
+// The contributors' parts ride in Request.Context, after the conversation,
+// so the persisted prefix the provider caches is the same bytes every
+// round.
 func (e *Engine) request(ctx context.Context, ts *turnState) *model.Request {
 	e.mu.Lock()
-	msgs := make([]model.Message, len(e.view), len(e.view)+1)
-	copy(msgs, e.view)
+	msgs := slices.Clone(e.view)
 	e.mu.Unlock()
 
 	var extra model.Parts
@@ -180,20 +183,14 @@ func (e *Engine) request(ctx context.Context, ts *turnState) *model.Request {
 	for _, c := range e.opts.Contributors {
 		extra = append(extra, c.Contribute(ctx, info)...)
 	}
-	if len(extra) > 0 {
-		if n := len(msgs); n > 0 && msgs[n-1].Role == model.RoleUser {
-			parts := append(append(model.Parts(nil), msgs[n-1].Parts...), extra...)
-			msgs[n-1] = model.Message{Role: model.RoleUser, Parts: parts}
-		} else {
-			msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: extra})
-		}
-	}
 	return &model.Request{
 		System:          e.opts.System,
 		Messages:        msgs,
 		Tools:           e.specs,
 		MaxOutputTokens: e.opts.MaxOutputTokens,
 		Vision:          e.opts.Vision,
+		Context:         extra,
+		CacheKey:        e.opts.SessionID,
 	}
 }
 

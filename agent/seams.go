@@ -9,8 +9,9 @@ import (
 )
 
 // RequestContributor adds a per-request view to what the model sees: its
-// parts go into the last message of the request, are rebuilt for every
-// request, and are never persisted (a plan reminder, a schedule index).
+// parts go into the request's trailing Context block, after the
+// conversation, are rebuilt for every request, and are never persisted (a
+// plan reminder, a schedule index, the memories).
 // Contribute is called once per request from the turn's goroutine.
 type RequestContributor interface {
 	Contribute(ctx context.Context, info RequestInfo) []model.Part

@@ -67,6 +67,15 @@ type Request struct {
 	// Vision says the model accepts images; without it adapters replace an
 	// image part with a short text saying one was omitted.
 	Vision bool
+	// Context is the per-request context (plan reminder, schedule index,
+	// memories): rebuilt for every request and never stored. Adapters send
+	// it after Messages as a block of its own, outside the cached prefix,
+	// so that System, Tools and Messages stay a byte-stable prefix from one
+	// request to the next.
+	Context Parts
+	// CacheKey groups the requests of one conversation for providers that
+	// route by key to a warm prompt cache (OpenAI's prompt_cache_key).
+	CacheKey string
 }
 
 // StopReason says why the model stopped producing output.

@@ -391,10 +391,12 @@ func TestSchedulingFiresIntoHost(t *testing.T) {
 	}
 }
 
+// lastText is the text a request ends with: its last message and the
+// per-request context after it.
 func lastText(req *model.Request) string {
 	var b strings.Builder
 	m := req.Messages[len(req.Messages)-1]
-	for _, p := range m.Parts {
+	for _, p := range append(slices.Clone(m.Parts), req.Context...) {
 		switch p := p.(type) {
 		case model.Text:
 			b.WriteString(p.Text + "\n")

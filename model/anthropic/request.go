@@ -53,12 +53,26 @@ func (c *Client) params(req *model.Request) (anthropic.MessageNewParams, error) 
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tool})
 	}
 	markCache(&p)
+	// The per-request context follows the last breakpoint, so the marked
+	// prefix is what the next request repeats byte for byte.
+	if len(req.Context) > 0 {
+		blocks, err := userBlocks(req.Context, req.Vision)
+		if err != nil {
+			return p, fmt.Errorf("build anthropic request: context: %w", err)
+		}
+		if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == anthropic.MessageParamRoleUser {
+			p.Messages[n-1].Content = append(p.Messages[n-1].Content, blocks...)
+		} else if len(blocks) > 0 {
+			p.Messages = append(p.Messages, anthropic.MessageParam{Role: anthropic.MessageParamRoleUser, Content: blocks})
+		}
+	}
 	return p, nil
 }
 
 // markCache sets prompt-cache breakpoints where an agent's requests stop
 // sharing a prefix: after the system prompt (which follows the tools) and
-// after the last message, so the next request reads this one's prefix.
+// after the last persisted message, so the next request reads this one's
+// prefix. It runs before the per-request context is added.
 func markCache(p *anthropic.MessageNewParams) {
 	switch {
 	case len(p.System) > 0:

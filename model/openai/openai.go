@@ -54,6 +54,10 @@ type Options struct {
 	// NoStream asks for the whole response at once, for servers that do
 	// not stream tool calls. Stream still yields deltas, all at the end.
 	NoStream bool
+	// CacheKey sends a request's cache key as prompt_cache_key to a server
+	// other than OpenAI's own, which always gets it; other servers may
+	// refuse a field they do not know.
+	CacheKey bool
 }
 
 // Client is an OpenAI Chat Completions provider. It is safe for concurrent
@@ -64,6 +68,8 @@ type Client struct {
 	// maxCompletionTokens says the server is OpenAI's, which wants
 	// max_completion_tokens rather than max_tokens.
 	maxCompletionTokens bool
+	// cacheKey says prompt_cache_key is sent.
+	cacheKey bool
 }
 
 var _ model.Provider = (*Client)(nil)
@@ -90,7 +96,9 @@ func New(o Options) *Client {
 	c := &Client{opts: o, svc: openai.NewChatCompletionService(opts...)}
 	if u, err := url.Parse(o.BaseURL); err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
 		c.maxCompletionTokens = true
+		c.cacheKey = true
 	}
+	c.cacheKey = c.cacheKey || o.CacheKey
 	return c
 }
 

@@ -31,6 +31,19 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 		}
 		p.Messages = append(p.Messages, msgs...)
 	}
+	// The per-request context is a user message of its own after the
+	// conversation, so everything before it is the same bytes as the
+	// previous request's and the server's prefix cache holds.
+	if len(req.Context) > 0 {
+		u, err := userMessage(req.Context, req.Vision)
+		if err != nil {
+			return p, fmt.Errorf("build openai request: context: %w", err)
+		}
+		p.Messages = append(p.Messages, u)
+	}
+	if req.CacheKey != "" && c.cacheKey {
+		p.PromptCacheKey = openai.String(req.CacheKey)
+	}
 	for _, t := range req.Tools {
 		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{}}}
 		if t.Description != "" {

@@ -133,12 +133,15 @@ func text(parts model.Parts) string {
 
 // lastUser returns the text of the last user message of a request.
 func lastUser(req *model.Request) string {
+	var s string
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == model.RoleUser {
-			return text(req.Messages[i].Parts)
+			s = text(req.Messages[i].Parts)
+			break
 		}
 	}
-	return ""
+	// The per-request context follows the conversation.
+	return s + text(req.Context)
 }
 
 func texts(items []plan.Item) string {
