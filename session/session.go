@@ -31,6 +31,11 @@ type Meta struct {
 	Approvals bool `json:"approvals,omitempty"`
 	// ParentID is set for a sub-agent's session.
 	ParentID string `json:"parent_id,omitempty"`
+	// ParentCallID is the parent's agent_spawn call that created a
+	// sub-agent's session; Agent names the definition it runs, if any.
+	// Both are fixed at creation.
+	ParentCallID string `json:"parent_call_id,omitempty"`
+	Agent        string `json:"agent,omitempty"`
 	// ForkedAt is the last turn a fork copied from the session it was
 	// forked from; 0 for a session that is no fork. Plans that a fork
 	// starts afresh (update_plan) ignore the turns up to it.
@@ -92,6 +97,9 @@ type ListOptions struct {
 	Cursor string
 	// SubAgents includes sessions with a parent.
 	SubAgents bool
+	// Parent, when set, keeps only the sub-agent sessions of this session
+	// (SubAgents is implied).
+	Parent string
 }
 
 // Page is one page of a listing, newest updated first.

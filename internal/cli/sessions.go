@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +20,7 @@ import (
 func newSessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "list and inspect stored sessions"}
 
-	var dir, cursor string
+	var dir, cursor, children string
 	var all, asJSON bool
 	var limit int
 	list := &cobra.Command{
@@ -33,7 +34,15 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			}
 			defer db.Close()
 			opts := session.ListOptions{Limit: limit, Cursor: cursor}
-			if !all {
+			if children != "" {
+				// A sub-agent's session is hidden from every other listing:
+				// it is reached through its parent.
+				parent, err := db.Sessions().Get(cmd.Context(), children)
+				if err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				opts.Parent = parent.ID
+			} else if !all {
 				if dir == "" {
 					if dir, err = cwd(); err != nil {
 						return err
@@ -59,6 +68,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	list.Flags().IntVar(&limit, "limit", 50, "sessions per page")
 	list.Flags().StringVar(&cursor, "cursor", "", "continue a listing from the cursor it printed")
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	list.Flags().StringVar(&children, "children", "", "list the sub-agent sessions of this session (any unique id prefix)")
 
 	var showJSON bool
 	show := &cobra.Command{
@@ -114,7 +124,47 @@ func showSession(ctx context.Context, g *globals, id string, asJSON bool) error 
 	if len(m.AdditionalDirs) > 0 {
 		fmt.Fprintf(g.stdout, "dirs:    %s\n", strings.Join(m.AdditionalDirs, ", "))
 	}
+	if m.ParentID != "" {
+		fmt.Fprintf(g.stdout, "parent:  %s (call %s)\n", m.ParentID, m.ParentCallID)
+		if m.Agent != "" {
+			fmt.Fprintf(g.stdout, "agent:   %s\n", m.Agent)
+		}
+	}
+	if err := printChildren(ctx, g.stdout, db.Sessions(), m.ID); err != nil {
+		return &exitError{code: 1, err: err}
+	}
 	Transcript(g.stdout, rows)
+	return nil
+}
+
+// printChildren lists a session's sub-agent sessions, oldest first, with
+// the call that spawned each; nothing when it has none.
+func printChildren(ctx context.Context, w io.Writer, store session.Store, id string) error {
+	var kids []session.Meta
+	opts := session.ListOptions{Parent: id, Limit: 1000}
+	for range 100 { // at most 100 pages: a bound, not a limit anyone meets
+		page, err := store.List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list sub-agents: %w", err)
+		}
+		kids = append(kids, page.Sessions...)
+		if page.Next == "" {
+			break
+		}
+		opts.Cursor = page.Next
+	}
+	if len(kids) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(kids, func(a, b session.Meta) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	fmt.Fprintf(w, "sub-agents (%d):\n", len(kids))
+	for _, k := range kids {
+		label := k.Title
+		if k.Agent != "" {
+			label = k.Agent + ": " + label
+		}
+		fmt.Fprintf(w, "  %s  call %s  %s\n", k.ID, k.ParentCallID, cell(label, 60))
+	}
 	return nil
 }
 

@@ -62,6 +62,9 @@ CREATE TABLE locks (
 	{2, "schedule", scheduleSchema}, // schedule.go
 	{3, "fork point", `ALTER TABLE sessions ADD COLUMN forked_at INTEGER NOT NULL DEFAULT 0;`},
 	{4, "approvals", `ALTER TABLE sessions ADD COLUMN approvals INTEGER NOT NULL DEFAULT 0;`},
+	{5, "sub-agent call", `
+ALTER TABLE sessions ADD COLUMN parent_call_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT '';`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

@@ -247,7 +247,7 @@ func (s *Sessions) Fork(ctx context.Context, sessionID string, throughTurn int64
 	if err != nil {
 		return session.Meta{}, fmt.Errorf("fork session %s: %w", sessionID, err)
 	}
-	m.ID, m.ParentID = u.String(), ""
+	m.ID, m.ParentID, m.ParentCallID, m.Agent = u.String(), "", "", ""
 	m.CreatedAt = db.now()
 	m.UpdatedAt = m.CreatedAt
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(turn), 0) FROM rows WHERE session_id = ?1 AND (?2 < 0 OR turn <= ?2)`,

@@ -74,9 +74,9 @@ func (s *Sessions) Create(ctx context.Context, m session.Meta) (session.Meta, er
 		return session.Meta{}, fmt.Errorf("create session: %w", err)
 	}
 	_, err = db.writer.ExecContext(ctx, `
-INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, approvals, parent_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, m.Approvals, nullable(m.ParentID),
+INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, approvals, parent_id, parent_call_id, agent, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, m.Approvals, nullable(m.ParentID), m.ParentCallID, m.Agent,
 		toMicro(m.CreatedAt), toMicro(m.UpdatedAt))
 	switch sqliteCode(err) {
 	case 0:
@@ -175,7 +175,11 @@ func (s *Sessions) List(ctx context.Context, opts session.ListOptions) (session.
 		where = append(where, "cwd = ?")
 		args = append(args, opts.Cwd)
 	}
-	if !opts.SubAgents {
+	switch {
+	case opts.Parent != "":
+		where = append(where, "parent_id = ?")
+		args = append(args, strings.ToLower(opts.Parent))
+	case !opts.SubAgents:
 		where = append(where, "parent_id IS NULL")
 	}
 	if opts.Cursor != "" {
@@ -247,7 +251,7 @@ func scanMeta(sc interface{ Scan(...any) error }) (session.Meta, error) {
 	var m session.Meta
 	var dirs []byte
 	var created, updated int64
-	err := sc.Scan(&m.ID, &m.Title, &m.Cwd, &dirs, &m.Profile, &m.Project, &m.Permission, &m.ParentID, &m.ForkedAt, &m.Approvals, &created, &updated)
+	err := sc.Scan(&m.ID, &m.Title, &m.Cwd, &dirs, &m.Profile, &m.Project, &m.Permission, &m.ParentID, &m.ParentCallID, &m.Agent, &m.ForkedAt, &m.Approvals, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return session.Meta{}, session.ErrNotFound
 	}

@@ -14,7 +14,7 @@ import (
 const insertBatch = 8
 
 // metaColumns are the columns scanMeta reads, in order.
-const metaColumns = `id, title, cwd, additional_dirs, profile, project, permission, coalesce(parent_id, ''), forked_at, approvals, created_at, updated_at`
+const metaColumns = `id, title, cwd, additional_dirs, profile, project, permission, coalesce(parent_id, ''), parent_call_id, agent, forked_at, approvals, created_at, updated_at`
 
 // statements are prepared once per pool: the writer pool has a single
 // connection, so each of its statements is compiled exactly once, and the

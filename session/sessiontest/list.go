@@ -90,6 +90,15 @@ func testList(t *testing.T, open Opener) {
 	if !sameSet(ids, append(slices.Clone(inA), inB...)) || len(pages) != 1 {
 		t.Errorf("default listing = %d sessions in pages %v, want the %d top-level ones on one page", len(ids), pages, len(inA)+len(inB))
 	}
+	cousin := mustCreate(t, s, session.Meta{Cwd: cwdA, ParentID: inA[1]})
+	ids, _ = listAll(t, s, session.ListOptions{Parent: inA[0], Limit: 2})
+	if !sameSet(ids, children) {
+		t.Errorf("listing of %s's children = %v, want %v", inA[0], ids, children)
+	}
+	if page, err := s.List(ctx, session.ListOptions{Parent: inB[0]}); err != nil || len(page.Sessions) != 0 {
+		t.Errorf("listing of a childless session's children = %+v, %v; want none", page, err)
+	}
+	children = append(children, cousin.ID)
 	ids, _ = listAll(t, s, session.ListOptions{Cwd: cwdA, Limit: 7, SubAgents: true})
 	if !sameSet(ids, append(slices.Clone(inA), children...)) {
 		t.Errorf("listing with sub-agents = %v, want %v and %v", ids, inA, children)

@@ -120,9 +120,12 @@ func testCreateGet(t *testing.T, open Opener) {
 	}
 
 	const id = "7d1e9c1a-6a3b-4c2d-9e8f-0a1b2c3d4e5f"
-	child := mustCreate(t, s, session.Meta{ID: id, Cwd: "/projects/a", ParentID: m.ID})
+	child := mustCreate(t, s, session.Meta{ID: id, Cwd: "/projects/a", ParentID: m.ID, ParentCallID: "call_7", Agent: "reviewer"})
 	if child.ID != id || child.ParentID != m.ID {
 		t.Errorf("Create with id and parent = %s (parent %q), want %s (parent %s)", child.ID, child.ParentID, id, m.ID)
+	}
+	if got := mustGet(t, s, id); got.ParentID != m.ID || got.ParentCallID != "call_7" || got.Agent != "reviewer" {
+		t.Errorf("Get of a sub-agent's session = parent %q call %q agent %q, want %s call_7 reviewer", got.ParentID, got.ParentCallID, got.Agent, m.ID)
 	}
 	if _, err := s.Create(ctx, session.Meta{ID: id, Cwd: "/projects/a"}); err == nil {
 		t.Errorf("Create with an existing id succeeded")
@@ -248,7 +251,7 @@ func checkMeta(t *testing.T, what string, got, want session.Meta) {
 	t.Helper()
 	if got.ID != want.ID || got.Title != want.Title || got.Cwd != want.Cwd ||
 		got.Profile != want.Profile || got.Project != want.Project ||
-		got.Permission != want.Permission || got.ParentID != want.ParentID || got.ForkedAt != want.ForkedAt || got.Approvals != want.Approvals ||
+		got.Permission != want.Permission || got.ParentID != want.ParentID || got.ParentCallID != want.ParentCallID || got.Agent != want.Agent || got.ForkedAt != want.ForkedAt || got.Approvals != want.Approvals ||
 		!slices.Equal(got.AdditionalDirs, want.AdditionalDirs) ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(want.UpdatedAt) {
 		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
