@@ -211,8 +211,24 @@ func TestBrokenGateDeclinesAndIsReportedAfterTwo(t *testing.T) {
 	if fired, _ := e.step(k.ID); fired {
 		t.Fatal("a broken gate fired")
 	}
-	if got := list(); !strings.Contains(got, "NOT FIRING: its gate failed 2 times in a row: the shell could not run the command (exit 127, not found)") {
+	const notFiring = "NOT FIRING: its gate keeps failing: the shell could not run the command (exit 127, not found)"
+	if got := list(); !strings.Contains(got, notFiring) {
 		t.Errorf("two failures not reported:\n%s", got)
+	}
+	// A third failure with the same cause leaves the reason as it was: the
+	// [Scheduled] index announces no change and reads the same.
+	c := e.sched.Contributor(sid, func() permission.Level { return permission.Unrestricted })
+	index := func() string { return text(tool.Result{Content: c.Contribute(t.Context(), agentInfo())}) }
+	before := index()
+	if fired, _ := e.step(k.ID); fired {
+		t.Fatal("a broken gate fired")
+	}
+	after := index()
+	if !strings.Contains(after, notFiring) || strings.Contains(after, "Changed since") {
+		t.Errorf("a third failure changed the index:\n%s", after)
+	}
+	if reason := func(s string) string { _, r, _ := strings.Cut(s, "NOT FIRING"); return r }; reason(after) != reason(before) {
+		t.Errorf("the NOT FIRING reason changed with the count:\n%s\n---\n%s", before, after)
 	}
 	stored, _ := e.job(k.ID)
 	if stored.Baseline != base.Baseline {

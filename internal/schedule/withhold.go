@@ -119,12 +119,14 @@ func (s *Scheduler) noteGateOK(id string) (wasReported bool) {
 }
 
 // failureReason is the NOT FIRING sentence of a job whose gate keeps
-// failing, "" otherwise.
+// failing, "" otherwise. It names the cause and not the count, so the
+// [Scheduled] index stays the same from request to request while the
+// cause does.
 func (s *Scheduler) failureReason(id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f := s.failures[id]; f.n >= failuresReported {
-		return fmt.Sprintf("its gate failed %d times in a row: %s", f.n, f.err)
+		return "its gate keeps failing: " + f.err
 	}
 	return ""
 }
