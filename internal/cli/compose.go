@@ -61,11 +61,15 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cfg.ResolveProfile(g.profile, g.getenv); err != nil {
+	prof, err := cfg.ResolveProfile(g.profile, g.getenv)
+	if err != nil {
 		if errors.Is(err, config.ErrNoProfile) {
 			return nil, usageError("%v\n\n%s", err, config.NoProfileHelp())
 		}
 		return nil, usageError("%v", err)
+	}
+	if cfg.PlanFor(cfg.Profiles[prof.Name]) == config.PlanChecklist {
+		checklistNotice(g.stderr, cfg.Tools)
 	}
 	perms := host.Permissions{
 		Enabled:    cfg.Permissions.Enabled,

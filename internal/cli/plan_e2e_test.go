@@ -39,10 +39,11 @@ func TestOneshotChecklistNudges(t *testing.T) {
 	 {"text":"All done."},{"text":"Done, really."},{"text":"Still done."},{"text":"Done."}]`)
 	env := configured(t, srv, "")
 	out, errOut, code := run(t, t.TempDir(), env, "--oneshot", "build a parser")
-	if code != 0 {
+	// The README promises 3 for an unfinished plan.
+	if code != 3 {
 		t.Fatalf("code %d stderr %q", code, errOut)
 	}
-	for _, want := range []string{"Checklist: 2 open items, continuing, nudge 1 of 3", "nudge 3 of 3", "□ write the parser"} {
+	for _, want := range []string{"Checklist: 2 open items, continuing, nudge 1 of 3", "nudge 3 of 3", "□ write the parser", "todo_incomplete"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
@@ -97,4 +98,38 @@ func TestOneshotPlanDialects(t *testing.T) {
 			t.Fatalf("no todo list in %s", reqs[1].Body)
 		}
 	})
+}
+
+// Denying one checklist tool turns the whole checklist off, and startup
+// says so: no half-working list.
+func TestOneshotChecklistDenied(t *testing.T) {
+	srv := serve(t, `[{"text":"Nothing to track."}]`)
+	env := configured(t, srv, "[tools]\ndeny = [\"checklist_edit\"]\n")
+	_, errOut, code := run(t, t.TempDir(), env, "--oneshot", "hi")
+	if code != 0 {
+		t.Fatalf("code %d stderr %q", code, errOut)
+	}
+	if !strings.Contains(errOut, "[tools] deny removes checklist_edit, so the checklist is off") {
+		t.Errorf("no startup notice:\n%s", errOut)
+	}
+	if body := string(srv.Requests()[0].Body); strings.Contains(body, "checklist_") {
+		t.Errorf("checklist tools offered: %s", body)
+	}
+}
+
+// With no max_completion_nudges in the config, update_plan and
+// write_todos stop a model that keeps replying without a tool call after
+// three reminders, and the run exits 3.
+func TestOneshotPlanDefaultCap(t *testing.T) {
+	srv := serve(t, `[
+	 {"tool_calls":[{"id":"a","name":"write_todos","arguments":{"todos":[{"content":"Add tests","status":"pending"}]}}]},
+	 {"text":"Done."},{"text":"Done."},{"text":"Done."},{"text":"Done."},{"text":"Done."},{"text":"Done."}]`)
+	env := configured(t, srv, "[tools]\nplan = \"write_todos\"\n")
+	_, errOut, code := run(t, t.TempDir(), env, "--oneshot", "tests")
+	if code != 3 || !strings.Contains(errOut, "todo_incomplete") {
+		t.Fatalf("code %d stderr %q", code, errOut)
+	}
+	if n := len(srv.Requests()); n != 5 {
+		t.Fatalf("%d requests, want 5 (the write, the reply and 3 reminders)", n)
+	}
 }

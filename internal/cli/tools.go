@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/config"
@@ -82,6 +85,15 @@ func extensions(cfg *config.Config) []host.ExtensionFunc {
 		}
 		return checklistExtension(env), nil
 	}}
+}
+
+// checklistNotice says at startup that [tools] deny has turned the
+// checklist off, which denying any one of its tools does.
+func checklistNotice(w io.Writer, t config.Tools) {
+	if d := checklist.DeniedTools(t.Denied); len(d) > 0 {
+		fmt.Fprintf(w, "meka: [tools] deny removes %s, so the checklist is off: none of its tools is offered and no turn is held for open items\n",
+			strings.Join(d, ", "))
+	}
 }
 
 // checklistExtension is the checklist plugin of a session.

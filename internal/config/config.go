@@ -131,7 +131,9 @@ type Tools struct {
 	Plan Plan
 	// PlanCheckCompletion is whether a turn may not end with open items.
 	PlanCheckCompletion bool
-	// MaxCompletionNudges caps the nudges of one turn; 0 means no ceiling.
+	// MaxCompletionNudges caps the completion reminders of one turn of
+	// update_plan and write_todos (at most three of them in a row without
+	// a tool call); 0 means no ceiling at all.
 	MaxCompletionNudges int
 	// ToolPermissions overrides the level a built-in tool needs, by name.
 	ToolPermissions map[string]permission.Level
@@ -233,6 +235,8 @@ func Default() *Config {
 		Tools: Tools{
 			Plan:                PlanChecklist,
 			PlanCheckCompletion: true,
+			// Nine a turn, as the checklist allows.
+			MaxCompletionNudges: 9,
 			ToolPermissions:     map[string]permission.Level{},
 		},
 		Schedule: Schedule{

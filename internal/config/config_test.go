@@ -19,7 +19,7 @@ func TestDefault(t *testing.T) {
 	if !slices.Equal(c.Permissions.Enabled, permission.Levels) || c.Permissions.Default != permission.Workspace || c.Permissions.Approvals {
 		t.Errorf("permissions = %+v", c.Permissions)
 	}
-	if c.Tools.Plan != PlanChecklist || !c.Tools.PlanCheckCompletion || c.Tools.MaxCompletionNudges != 0 || len(c.Tools.Deny) != 0 {
+	if c.Tools.Plan != PlanChecklist || !c.Tools.PlanCheckCompletion || c.Tools.MaxCompletionNudges != 9 || len(c.Tools.Deny) != 0 {
 		t.Errorf("tools = %+v", c.Tools)
 	}
 	wantSched := Schedule{

@@ -38,10 +38,11 @@ type Options struct {
 	// session has none, so no deferral can name one.
 	Tasks TaskLookup
 	// Denied reports whether the [tools] filters remove a tool (the
-	// registry's Denied). When they remove checklist_add or
-	// checklist_edit the feature is off: the list is empty to every
-	// reader, no change is announced and no turn is held, even for items
-	// the log holds from before. nil denies nothing.
+	// registry's Denied). When they remove any of the three tools the
+	// whole feature is off, since a list that can be added to but not
+	// edited (or not read) is a trap: no tool is offered, the list is
+	// empty to every reader, no change is announced and no turn is held,
+	// even for items the log holds from before. nil denies nothing.
 	Denied func(name string) bool
 }
 
@@ -61,14 +62,33 @@ func New(opts Options) *Plugin {
 	return p
 }
 
-// Enabled reports whether the filters leave the tools the feature needs.
+// ToolNames are the checklist's tools; the feature needs all three.
+var ToolNames = []string{addName, editName, readName}
+
+// Enabled reports whether the filters leave every tool the feature needs.
 func (p *Plugin) Enabled() bool {
-	d := p.opts.Denied
-	return d == nil || !(d(addName) || d(editName))
+	return len(DeniedTools(p.opts.Denied)) == 0
 }
 
-// Tools returns checklist_add, checklist_edit and checklist_read.
+// DeniedTools returns the checklist tools denied removes, in ToolNames'
+// order; any of them turns the feature off. The composition root uses it
+// to say so at startup.
+func DeniedTools(denied func(name string) bool) []string {
+	var out []string
+	for _, n := range ToolNames {
+		if denied != nil && denied(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Tools returns checklist_add, checklist_edit and checklist_read, or none
+// when the feature is off.
 func (p *Plugin) Tools() []tool.Tool {
+	if !p.Enabled() {
+		return nil
+	}
 	return []tool.Tool{addTool{p}, editTool{p}, readTool{p}}
 }
 

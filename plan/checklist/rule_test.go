@@ -9,6 +9,7 @@ import (
 	"meka.dev/meka/agent"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
+	"meka.dev/meka/plan"
 	"meka.dev/meka/plan/checklist"
 	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
@@ -26,7 +27,8 @@ func TestNudgedThreeTimesThenTurnEnds(t *testing.T) {
 	)
 	s := h.engine(setup{})
 	res := s.run(t, userText("build it"))
-	if res.Stop != agent.StopEndTurn || res.Rounds != 5 || res.Reply != "Stopping." {
+	// Reaching the cap with items open is not a finished turn.
+	if res.Stop != plan.StopIncomplete || res.Rounds != 5 || res.Reply != "Stopping." {
 		t.Fatalf("turn 1: %+v", res)
 	}
 	if got := len(h.prov.Requests()) - 1; got != 4 {
@@ -100,7 +102,7 @@ func TestNineNudgesPerTurn(t *testing.T) {
 	h := newHarness(t, rounds...)
 	s := h.engine(setup{})
 	res := s.run(t, userText("go"))
-	if res.Stop != agent.StopEndTurn || res.Reply != "r10" || res.Rounds != len(rounds) {
+	if res.Stop != plan.StopIncomplete || res.Reply != "r10" || res.Rounds != len(rounds) {
 		t.Fatalf("turn: %+v (script has %d rounds)", res, len(rounds))
 	}
 	ns := notices(h.rows())
@@ -245,6 +247,29 @@ func TestFilteredOutToolsDisableTheFeature(t *testing.T) {
 			t.Fatalf("items %+v notices %+v", s.p.Items(), notices(h.rows()))
 		}
 	})
+	// Denying any one of the three turns the whole feature off: a list
+	// that can be added to but not edited, or not read, is a trap.
+	for _, denied := range []string{"checklist_edit", "checklist_read", "checklist_add"} {
+		t.Run("deny "+denied, func(t *testing.T) {
+			h := newHarness(t, calls(add("a", "Something")), say("done"))
+			s := h.engine(setup{deny: []string{denied}})
+			res := s.run(t, userText("go"))
+			if res.Stop != agent.StopEndTurn || res.Rounds != 2 || s.p.Enabled() {
+				t.Fatalf("turn: %+v enabled %v", res, s.p.Enabled())
+			}
+			for _, req := range h.prov.Requests() {
+				if len(req.Tools) != 0 {
+					t.Fatalf("tools offered: %+v", req.Tools)
+				}
+			}
+			if tr := results(h.rows())["a"]; tr.Status != session.StatusRefused {
+				t.Fatalf("add: %+v", tr)
+			}
+			if got := checklist.DeniedTools(tool.NewRegistry(denied).Denied); len(got) != 1 || got[0] != denied {
+				t.Fatalf("DeniedTools = %q", got)
+			}
+		})
+	}
 	t.Run("items from before the filter hold nothing", func(t *testing.T) {
 		h := newHarness(t, calls(add("a", "Old item")), say("bye"))
 		h.engine(setup{noNudge: true}).run(t, userText("go"))

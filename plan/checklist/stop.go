@@ -12,10 +12,11 @@ import (
 )
 
 // The caps on nudging: a run of nudges answered without a tool call, and
-// all the nudges of one turn.
+// all the nudges of one turn. A turn that reaches one ends with
+// plan.StopIncomplete.
 const (
-	NudgesInARow  = 3
-	NudgesPerTurn = 9
+	NudgesInARow  = plan.NudgesInARow
+	NudgesPerTurn = plan.NudgesPerTurn
 )
 
 const (
@@ -68,10 +69,10 @@ func (ic *interceptor) BeforeStop(_ context.Context, info agent.StopInfo) agent.
 	left := counted(len(open), "open item", "open items")
 	switch {
 	case ic.nudges >= NudgesPerTurn:
-		return agent.StopDecision{Notice: &session.Notice{Severity: session.SeverityWarning,
+		return agent.StopDecision{Stop: plan.StopIncomplete, Notice: &session.Notice{Severity: session.SeverityWarning,
 			Title: fmt.Sprintf("%sturn ended with %s after %d nudges this turn", noticePrefix, left, ic.nudges)}}
 	case ic.run >= NudgesInARow:
-		return agent.StopDecision{Notice: &session.Notice{Severity: session.SeverityWarning,
+		return agent.StopDecision{Stop: plan.StopIncomplete, Notice: &session.Notice{Severity: session.SeverityWarning,
 			Title: fmt.Sprintf("%sturn ended with %s after %d nudges in a row without a tool call", noticePrefix, left, ic.run)}}
 	}
 	ic.nudges++

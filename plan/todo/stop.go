@@ -8,7 +8,9 @@ import (
 // completion reminders ran out (plan.StopIncomplete).
 const StopIncomplete = plan.StopIncomplete
 
-const nudgeText = `Before you finish: for each step you have done, check that it really is done, then mark it "completed" with update_plan. If a step cannot be done now, mark it "blocked", or "abandoned" if it is no longer to be done, and say why in your reply. Do not mark a step completed that you have not done and verified.`
+// nudgeText gives the ways out that end the turn normally; the completion
+// check adds what leaving a step open leads to.
+const nudgeText = `Before you finish: for each step you have done, check that it really is done, then mark it "completed" with update_plan. If a step cannot be done now, mark it "blocked", or "abandoned" if it is no longer to be done, and say why in your reply. Do not mark a step completed that you have not done and verified. Once every step is completed, blocked or abandoned, the turn ends normally.`
 
 // completionCheck reopens a normal end of a turn while the plan has
 // pending or in-progress steps; completed, blocked and abandoned steps are

@@ -3,6 +3,7 @@ package writetodos_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -263,6 +264,80 @@ func TestCompletionCheck(t *testing.T) {
 	h2 := newHarness(t)
 	r2 := h2.engine(writetodos.Options{CheckCompletion: true}, `[`+write+`,{"text":"done"},{"tool_calls":[{"id":"2","name":"write_todos","arguments":{"updates":[{"id":"s2","status":"completed"},{"id":"s3","status":"cancelled"}]}}]},{"text":"done, tests dropped as agreed"}]`)
 	if res, err := r2.e.Run(t.Context(), userText("go")); err != nil || res.Stop != agent.StopEndTurn {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+}
+
+// meka's default caps (nine a turn) end a model that answers three
+// reminders in a row without a tool call as incomplete, on the fourth
+// reply, rather than after a hundred; tool calls between reminders start
+// the run over until the turn's nine are spent. Every reminder says what
+// ends the turn normally and what leaving an item open leads to.
+func TestCompletionCaps(t *testing.T) {
+	write := `{"tool_calls":[{"id":"1","name":"write_todos","arguments":` + create + `}]}`
+	reminders := func(h *harness) (nudges []string, warning *session.Notice) {
+		for _, row := range h.rows() {
+			switch e := row.Entry.(type) {
+			case session.UserMessage:
+				if e.Source == session.SourceReminder {
+					nudges = append(nudges, text(e.Parts))
+				}
+			case session.Notice:
+				if e.Severity == session.SeverityWarning {
+					warning = &e
+				}
+			}
+		}
+		return nudges, warning
+	}
+
+	h := newHarness(t)
+	r := h.engine(writetodos.Options{CheckCompletion: true, MaxCompletionNudges: plan.NudgesPerTurn},
+		`[`+write+`,{"text":"done"},{"text":"done!"},{"text":"done!!"},{"text":"done!!!"},{"text":"never asked for"}]`)
+	res, err := r.e.Run(t.Context(), userText("go"))
+	if err != nil || res.Stop != writetodos.StopIncomplete || res.Reply != "done!!!" {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	nudges, warning := reminders(h)
+	if len(nudges) != plan.NudgesInARow || warning == nil || !strings.Contains(warning.Title, "3 completion reminders in a row without a tool call") {
+		t.Fatalf("nudges %d warning %+v", len(nudges), warning)
+	}
+	for _, lie := range []string{"leave it pending"} {
+		if strings.Contains(nudges[0], lie) {
+			t.Errorf("the nudge still says %q:\n%s", lie, nudges[0])
+		}
+	}
+	for _, want := range []string{"mark it cancelled", "say why in your reply", "the turn ends normally", "at most 2 more times in a row", "todo_incomplete"} {
+		if !strings.Contains(nudges[0], want) {
+			t.Errorf("first nudge lacks %q:\n%s", want, nudges[0])
+		}
+	}
+	if !strings.Contains(nudges[2], "This is the last reminder") || !strings.Contains(nudges[2], "todo_incomplete") {
+		t.Errorf("last nudge:\n%s", nudges[2])
+	}
+
+	// A tool call between reminders starts the run over; the turn's
+	// ceiling still ends it.
+	rounds := []string{write, `{"text":"done"}`}
+	for i := range plan.NudgesPerTurn {
+		rounds = append(rounds, `{"tool_calls":[{"id":"u`+fmt.Sprint(i)+`","name":"write_todos","arguments":{"updates":[{"id":"s2","status":"in_progress"}]}}]}`, `{"text":"r`+fmt.Sprint(i)+`"}`)
+	}
+	h2 := newHarness(t)
+	r2 := h2.engine(writetodos.Options{CheckCompletion: true, MaxCompletionNudges: plan.NudgesPerTurn}, `[`+strings.Join(rounds, ",")+`]`)
+	res, err = r2.e.Run(t.Context(), userText("go"))
+	if err != nil || res.Stop != writetodos.StopIncomplete || res.Reply != "r8" {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	nudges, warning = reminders(h2)
+	if len(nudges) != plan.NudgesPerTurn || warning == nil || !strings.Contains(warning.Title, "after 9 completion reminders this turn") {
+		t.Fatalf("nudges %d warning %+v", len(nudges), warning)
+	}
+
+	// Zero is no ceiling.
+	h3 := newHarness(t)
+	r3 := h3.engine(writetodos.Options{CheckCompletion: true},
+		`[`+write+`,{"text":"1"},{"text":"2"},{"text":"3"},{"text":"4"},{"tool_calls":[{"id":"2","name":"write_todos","arguments":{"updates":[{"id":"s2","status":"completed"},{"id":"s3","status":"cancelled"}]}}]},{"text":"ok"}]`)
+	if res, err := r3.e.Run(t.Context(), userText("go")); err != nil || res.Stop != agent.StopEndTurn {
 		t.Fatalf("res %+v err %v", res, err)
 	}
 }

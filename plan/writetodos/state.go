@@ -211,15 +211,10 @@ func (cur state) write(a writeArgs, now time.Time) (state, error) {
 		}
 		seen[u.ID] = i
 		td := &next.Items[j]
-		if u.Content != nil {
-			c := strings.TrimSpace(plan.OneLine(*u.Content))
-			if c == "" {
-				return cur, refusef("%s (%s) sets an empty content", label, u.ID)
-			}
-			if err := checkText(label, "content", c); err != nil {
-				return cur, err
-			}
-			td.Content = c
+		if u.Content != nil && strings.TrimSpace(plan.OneLine(*u.Content)) != td.Content {
+			// A rewrite would erase what was committed to; the record of
+			// a change of scope is a cancelled item beside a new one.
+			return cur, refusef("%s (%s) rewrites the item's content; an item's content never changes. Mark %s cancelled and add the new item with todos (the existing items unchanged, then the new one)", label, u.ID, u.ID)
 		}
 		if u.ActiveForm != nil {
 			if err := checkText(label, "activeForm", *u.ActiveForm); err != nil {
@@ -231,6 +226,11 @@ func (cur state) write(a writeArgs, now time.Time) (state, error) {
 			st, ok := parseStatus(*u.Status)
 			if !ok {
 				return cur, refusef("%s (%s) has status %q; use pending, in_progress, completed or cancelled", label, u.ID, *u.Status)
+			}
+			if st == plan.Pending && (td.Status == plan.Completed || td.Status == plan.Cancelled) {
+				// Back to pending would hide that the item was once
+				// declared done or dropped.
+				return cur, refusef("%s (%s) moves a %s item back to pending, which the list does not allow. If the work is to be done after all, add it as a new item with todos; to redo a completed item now, mark it in_progress", label, u.ID, td.Status)
 			}
 			td.setStatus(st, now)
 		}

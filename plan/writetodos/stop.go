@@ -10,7 +10,9 @@ import (
 // completion reminders ran out (plan.StopIncomplete).
 const StopIncomplete = plan.StopIncomplete
 
-const nudgeText = `For each item you have done, check that it really is done, then mark it completed with write_todos. If an item cannot be done now, leave it pending and say why in your reply; if it is no longer to be done, mark it cancelled. Do not mark an item completed without evidence.`
+// nudgeText gives the ways out that end the turn normally; the completion
+// check adds what leaving an item open leads to.
+const nudgeText = `For each item you have done, check that it really is done, then mark it completed with write_todos; do not mark an item completed without evidence. If an item is no longer to be done, or cannot be done in this turn, mark it cancelled with write_todos and say why in your reply. Once every item is completed or cancelled, the turn ends normally.`
 
 // completionCheck reopens a normal end of a turn while items are pending
 // or in progress; completed and cancelled items are resolved.

@@ -10,7 +10,7 @@ import (
 
 const description = `Keep the checklist of this session's work. Create it with "todos"; afterwards change items by their stable IDs (s1, s2, ... assigned on first write) with "updates".
 
-Existing items can never be removed, replaced or reordered: mark an item that is no longer to be done "cancelled", so the record of the change stays. To add items, send "todos" with the existing items unchanged and in order, followed by the new ones. Both "todos" and "updates" may be given in one call; todos are applied first.
+Existing items can never be removed, replaced, reworded or reordered: mark an item that is no longer to be done "cancelled", so the record of the change stays, and add its replacement as a new item. A completed or cancelled item never goes back to pending. To add items, send "todos" with the existing items unchanged and in order, followed by the new ones. Both "todos" and "updates" may be given in one call; todos are applied first.
 
 Statuses: "pending", "in_progress", "completed", "cancelled". "activeForm" is a present-continuous label shown while an item is in progress ("Writing tests"). Mark an item completed only when the work is done and you have evidence that it is.
 
@@ -42,7 +42,6 @@ const schema = `{
         "properties": {
           "id": {"type": "string", "description": "The item's stable ID, such as s2."},
           "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "cancelled"]},
-          "content": {"type": "string"},
           "activeForm": {"type": "string"}
         },
         "required": ["id"],

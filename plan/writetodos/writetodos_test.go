@@ -110,8 +110,12 @@ func TestRefusals(t *testing.T) {
 			"cannot replace or reorder existing todos; use updates with stable IDs" + list},
 		{"status by resubmission", `{"todos":[{"content":"Research the endpoint","status":"completed"},{"content":"Write the new tool module","status":"completed"},{"content":"Add tests","status":"pending"}]}`,
 			"cannot replace or reorder existing todos; use updates with stable IDs" + list},
-		{"repeated id", `{"updates":[{"id":"s1","status":"pending"},{"id":"s1","status":"completed"}]}`,
+		{"repeated id", `{"updates":[{"id":"s1","status":"in_progress"},{"id":"s1","status":"completed"}]}`,
 			"updates[0] and updates[1] both change s1; give each ID once" + list},
+		{"content rewrite", `{"updates":[{"id":"s2","status":"completed"},{"id":"s3","content":"Add a few tests"}]}`,
+			"updates[1] (s3) rewrites the item's content; an item's content never changes. Mark s3 cancelled and add the new item with todos (the existing items unchanged, then the new one)" + list},
+		{"completed back to pending", `{"updates":[{"id":"s1","status":"pending"}]}`,
+			"updates[0] (s1) moves a completed item back to pending, which the list does not allow. If the work is to be done after all, add it as a new item with todos; to redo a completed item now, mark it in_progress" + list},
 		{"nothing", `{}`, "write_todos needs todos (to create the list or append to it) or updates (to change items by ID)" + list},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,8 +150,9 @@ func TestAppendAndStableIDs(t *testing.T) {
 	if !ok || out != rendered+"\n[ ] 4. Document it (s4)" {
 		t.Fatalf("ok %v:\n%s", ok, out)
 	}
-	out, ok = s.call(`{"updates":[{"id":"s2","status":"completed"},{"id":"s4","content":"Document the tool","status":"in_progress","activeForm":"Documenting"},{"id":"s3","status":"cancelled"}]}`)
-	want := "[x] 1. Research the endpoint (s1)\n[x] 2. Write the new tool module (s2)\n[-] 3. Add tests (s3)\n[>] 4. Document the tool (s4)"
+	// Content given unchanged is no rewrite.
+	out, ok = s.call(`{"updates":[{"id":"s2","status":"completed"},{"id":"s4","content":"Document it","status":"in_progress","activeForm":"Documenting"},{"id":"s3","status":"cancelled"}]}`)
+	want := "[x] 1. Research the endpoint (s1)\n[x] 2. Write the new tool module (s2)\n[-] 3. Add tests (s3)\n[>] 4. Document it (s4)"
 	if !ok || out != want {
 		t.Fatalf("ok %v:\n%s", ok, out)
 	}
@@ -157,6 +162,23 @@ func TestAppendAndStableIDs(t *testing.T) {
 	}
 	if strings.Join(ids, ",") != "s1,s2,s3,s4" {
 		t.Fatalf("ids %v", ids)
+	}
+}
+
+// A cancelled item stays cancelled: neither pending nor a rewrite brings
+// it back, and the refusal says how to add the work again.
+func TestCancelledStaysCancelled(t *testing.T) {
+	s := newSim(t)
+	s.call(create)
+	if _, ok := s.call(`{"updates":[{"id":"s3","status":"cancelled"}]}`); !ok {
+		t.Fatal("cancel refused")
+	}
+	out, ok := s.call(`{"updates":[{"id":"s3","status":"pending"}]}`)
+	if ok || !strings.HasPrefix(out, "updates[0] (s3) moves a cancelled item back to pending") || !strings.Contains(out, "add it as a new item with todos") {
+		t.Fatalf("ok %v:\n%s", ok, out)
+	}
+	if got := s.p.Todos()[2].Status; got != plan.Cancelled {
+		t.Fatalf("s3 is %s", got)
 	}
 }
 
