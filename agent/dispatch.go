@@ -91,6 +91,9 @@ func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Respon
 	}
 
 	e.execute(ctx, ps)
+	for _, p := range ps {
+		ts.usage = ts.usage.Add(p.result.Usage) // a sub-agent's spend is the turn's
+	}
 
 	entries := make([]session.Entry, 0, len(ps)+1)
 	entries = append(entries, assistantEntry(resp))
@@ -160,6 +163,7 @@ func (e *Engine) runOne(ctx context.Context, p *pending) {
 	}
 	c := p.call2
 	c.Output = func(chunk string) { e.emit(ToolCallOutput{CallID: c.ID, Chunk: chunk}) }
+	c.Progress = func(lines []string) { e.emit(ToolCallProgress{CallID: c.ID, Lines: lines}) }
 	res, err := p.tool.Run(ctx, c)
 	switch {
 	case ctx.Err() != nil && (err != nil || res.IsError):
@@ -167,6 +171,7 @@ func (e *Engine) runOne(ctx context.Context, p *pending) {
 		if len(res.Content) > 0 {
 			p.result.Content = append(p.result.Content, res.Content...)
 		}
+		p.result.Usage = res.Usage
 	case err != nil:
 		p.err = err
 		p.result = session.ToolResult{CallID: c.ID, Name: c.Name, Status: session.StatusError,
@@ -177,7 +182,7 @@ func (e *Engine) runOne(ctx context.Context, p *pending) {
 			status = session.StatusError
 		}
 		p.result = session.ToolResult{CallID: c.ID, Name: c.Name, Status: status,
-			Content: res.Content, Change: res.Change, State: res.State}
+			Content: res.Content, Change: res.Change, State: res.State, Usage: res.Usage}
 	}
 }
 

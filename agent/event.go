@@ -46,6 +46,13 @@ type ToolCallOutput struct {
 	Chunk  string
 }
 
+// ToolCallProgress replaces what is shown of a running call with Lines,
+// whole: a sub-agent's most recent calls.
+type ToolCallProgress struct {
+	CallID string
+	Lines  []string
+}
+
 // ToolCallFinished closes a call with its stored result.
 type ToolCallFinished struct {
 	CallID string
@@ -95,6 +102,7 @@ func (ThoughtChunk) isEvent()      {}
 func (UserMessage) isEvent()       {}
 func (ToolCallStarted) isEvent()   {}
 func (ToolCallOutput) isEvent()    {}
+func (ToolCallProgress) isEvent()  {}
 func (ToolCallFinished) isEvent()  {}
 func (Notice) isEvent()            {}
 func (Usage) isEvent()             {}

@@ -102,6 +102,12 @@ type Request struct {
 	Arguments json.RawMessage
 	// Needs is the level the call requires; Has is the session's level.
 	Needs, Has Level
+	// SubAgent, set when a sub-agent's call is forwarded to whoever is
+	// attached to its parent, names the sub-agent (its label); SessionID is
+	// then the sub-agent's session and SpawnCallID the parent's call that
+	// spawned it.
+	SubAgent    string
+	SpawnCallID string
 }
 
 // Asker puts a request to whoever is attached to the session. Ask blocks

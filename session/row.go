@@ -69,6 +69,9 @@ type ToolResult struct {
 	Change string `json:"change,omitempty"`
 	// State is structured data a tool records for folds and front doors.
 	State json.RawMessage `json:"state,omitempty"`
+	// Usage is what the call spent on models itself (a sub-agent's turn),
+	// counted in the turn's spend beside its assistant messages'.
+	Usage model.Usage `json:"usage,omitzero"`
 }
 
 // Accepted reports whether the call ran and succeeded, so that folds may

@@ -29,6 +29,9 @@ type Gate struct {
 	Asker permission.Asker
 	// Timeout bounds an approval; zero means DefaultApprovalTimeout.
 	Timeout time.Duration
+	// Parent, when set, holds the sticky answers this gate reads and
+	// records: a sub-agent's gate shares its parent session's.
+	Parent *Gate
 
 	mu     sync.Mutex // guards sticky
 	sticky map[string]permission.Decision
@@ -71,9 +74,7 @@ func (g *Gate) Check(ctx context.Context, t Tool, call Call) Verdict {
 	if g.Approvals == nil || !g.Approvals() {
 		return Verdict{Reason: refusal}
 	}
-	g.mu.Lock()
-	d, ok := g.sticky[name]
-	g.mu.Unlock()
+	d, ok := g.root().stickyFor(name)
 	if ok {
 		if d.Allowed() {
 			return Verdict{Allowed: true, Level: needs}
@@ -86,12 +87,7 @@ func (g *Gate) Check(ctx context.Context, t Tool, call Call) Verdict {
 		Needs: needs, Has: has,
 	})
 	if d.Sticky() {
-		g.mu.Lock()
-		if g.sticky == nil {
-			g.sticky = make(map[string]permission.Decision)
-		}
-		g.sticky[name] = d
-		g.mu.Unlock()
+		g.root().remember(name, d)
 	}
 	if d.Allowed() {
 		return Verdict{Allowed: true, Level: needs}
@@ -129,8 +125,39 @@ func (g *Gate) ask(ctx context.Context, req permission.Request) permission.Decis
 	}
 }
 
-// Forget drops every sticky answer (a session closed or swept).
+// root is the gate whose sticky answers g uses.
+func (g *Gate) root() *Gate {
+	for range 64 { // a bound on nesting, far above any depth limit
+		if g.Parent == nil {
+			break
+		}
+		g = g.Parent
+	}
+	return g
+}
+
+func (g *Gate) stickyFor(name string) (permission.Decision, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d, ok := g.sticky[name]
+	return d, ok
+}
+
+func (g *Gate) remember(name string, d permission.Decision) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sticky == nil {
+		g.sticky = make(map[string]permission.Decision)
+	}
+	g.sticky[name] = d
+}
+
+// Forget drops every sticky answer (a session closed or swept). A gate
+// sharing its parent's answers leaves them to the parent.
 func (g *Gate) Forget() {
+	if g.Parent != nil {
+		return
+	}
 	g.mu.Lock()
 	g.sticky = nil
 	g.mu.Unlock()

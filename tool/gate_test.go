@@ -96,3 +96,31 @@ func TestApprovalRequestCarriesTitleAndArguments(t *testing.T) {
 		t.Fatalf("request %+v", got)
 	}
 }
+
+// A sub-agent's gate shares its parent's sticky answers both ways, and
+// forgetting the child's leaves the parent's.
+func TestGateSharesParentSticky(t *testing.T) {
+	read := func() permission.Level { return permission.Read }
+	asked := 0
+	asker := permission.AskerFunc(func(context.Context, permission.Request) (permission.Decision, error) {
+		asked++
+		return permission.AlwaysAllow, nil
+	})
+	parent := &tool.Gate{Level: read, Approvals: on, Asker: asker}
+	child := &tool.Gate{Level: read, Approvals: on, Asker: asker, Parent: parent}
+	if v := child.Check(t.Context(), writeTool, tool.Call{}); !v.Allowed || asked != 1 {
+		t.Fatalf("child's first call: %+v, asked %d", v, asked)
+	}
+	if v := parent.Check(t.Context(), writeTool, tool.Call{}); !v.Allowed || asked != 1 {
+		t.Fatalf("parent after the child's always-allow: %+v, asked %d; want allowed without asking", v, asked)
+	}
+	child.Forget()
+	sibling := &tool.Gate{Level: read, Approvals: on, Asker: asker, Parent: parent}
+	if v := sibling.Check(t.Context(), writeTool, tool.Call{}); !v.Allowed || asked != 1 {
+		t.Fatalf("a sibling after the child forgot: %+v, asked %d; want the parent's answer kept", v, asked)
+	}
+	parent.Forget()
+	if v := sibling.Check(t.Context(), writeTool, tool.Call{}); !v.Allowed || asked != 2 {
+		t.Fatalf("after the parent forgot: %+v, asked %d; want asked again", v, asked)
+	}
+}

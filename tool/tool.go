@@ -100,6 +100,10 @@ type Call struct {
 	// Output receives live output (a shell's), for front doors; it may be
 	// nil and must not be called after Run returns.
 	Output func(chunk string)
+	// Progress replaces what front doors show of the running call with
+	// lines, whole each time (a sub-agent's recent calls); like Output it
+	// may be nil and must not be called after Run returns.
+	Progress func(lines []string)
 }
 
 // Result is what a call produced.
@@ -110,6 +114,9 @@ type Result struct {
 	Change string
 	// State is structured data for folds and front doors; it is persisted.
 	State json.RawMessage
+	// Usage is what the call spent on models (a sub-agent's turn); the
+	// engine adds it to the turn's usage.
+	Usage model.Usage
 }
 
 // Text returns a result of one text part.

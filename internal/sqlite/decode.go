@@ -73,6 +73,7 @@ type wireToolResult struct {
 	Content []wirePart      `json:"content"`
 	Change  string          `json:"change"`
 	State   json.RawMessage `json:"state"`
+	Usage   model.Usage     `json:"usage"`
 }
 
 var errUnknownPart = errors.New("unknown part type")
@@ -103,7 +104,7 @@ func fastDecode(kind string, payload []byte) (e session.Entry, ok bool) {
 		if !decodeStrict(payload, &w) {
 			return nil, false
 		}
-		r := session.ToolResult{CallID: w.CallID, Name: w.Name, Status: w.Status, Change: w.Change, State: w.State}
+		r := session.ToolResult{CallID: w.CallID, Name: w.Name, Status: w.Status, Change: w.Change, State: w.State, Usage: w.Usage}
 		r.Content, err = toParts(w.Content)
 		e = r
 	default:
