@@ -24,10 +24,14 @@ type pending struct {
 	err    error // infrastructure failure
 }
 
-// runTools dispatches a round's calls, stores the assistant message and the
-// results in one transaction, and reports a stop reason when the round
-// ends the turn.
+// runTools dispatches a round's calls and reports a stop reason when the
+// round ends the turn. The assistant message is stored before any call is
+// checked or run, and results are stored as they complete, in call order:
+// a crash never leaves an effect whose call is missing from the log.
 func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Response) (StopReason, error) {
+	if _, err := e.appendRows(ctx, ts.turn, assistantEntry(resp)); err != nil {
+		return StopFailed, err
+	}
 	calls := resp.Message.ToolCalls()
 	ps := make([]*pending, len(calls))
 	var stop StopReason
@@ -90,25 +94,17 @@ func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Respon
 		}
 	}
 
-	e.execute(ctx, ps)
-	for _, p := range ps {
-		ts.usage = ts.usage.Add(p.result.Usage) // a sub-agent's spend is the turn's
-	}
-
-	entries := make([]session.Entry, 0, len(ps)+1)
-	entries = append(entries, assistantEntry(resp))
-	var failure error
-	for _, p := range ps {
-		entries = append(entries, p.result)
-		if p.err != nil && failure == nil {
-			failure = fmt.Errorf("run %s: %w", p.call.Name, p.err)
-		}
-	}
-	if _, err := e.appendRows(ctx, ts.turn, entries...); err != nil {
+	if err := e.execute(ctx, ts.turn, ps); err != nil {
 		return StopFailed, err
 	}
 	for _, p := range ps {
-		e.emit(ToolCallFinished{CallID: p.call.ID, Result: p.result})
+		ts.usage = ts.usage.Add(p.result.Usage) // a sub-agent's spend is the turn's
+	}
+	var failure error
+	for _, p := range ps {
+		if p.err != nil && failure == nil {
+			failure = fmt.Errorf("run %s: %w", p.call.Name, p.err)
+		}
 	}
 	if allBookkeeping && stop == "" {
 		ts.charged--
@@ -129,31 +125,70 @@ func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Respon
 
 // execute runs the calls that passed their checks: consecutive
 // parallel-safe calls together, the others one at a time, in call order.
-func (e *Engine) execute(ctx context.Context, ps []*pending) {
+// Results are stored in call order, and around every call that can have
+// effects outside the log: what is known is stored before it runs, its
+// result right after. Bookkeeping calls change nothing but the log, so
+// their results wait for the next store (one transaction for a round of
+// checklist calls, one plan change for front doors).
+func (e *Engine) execute(ctx context.Context, turn int64, ps []*pending) error {
+	stored := 0
+	flush := func(upTo int) error {
+		if upTo <= stored {
+			return nil
+		}
+		entries := make([]session.Entry, 0, upTo-stored)
+		for _, p := range ps[stored:upTo] {
+			entries = append(entries, p.result)
+		}
+		if _, err := e.appendRows(ctx, turn, entries...); err != nil {
+			return err
+		}
+		for _, p := range ps[stored:upTo] {
+			e.emit(ToolCallFinished{CallID: p.call.ID, Result: p.result})
+		}
+		stored = upTo
+		return nil
+	}
 	for i := 0; i < len(ps); {
 		if !ps[i].run {
 			i++
 			continue
 		}
-		if !ps[i].spec.ParallelSafe {
-			e.runOne(ctx, ps[i])
-			i++
-			continue
-		}
-		j := i
-		for j < len(ps) && (!ps[j].run || ps[j].spec.ParallelSafe) {
-			j++
-		}
-		var g errgroup.Group
-		g.SetLimit(e.opts.MaxParallel)
-		for _, p := range ps[i:j] {
-			if p.run {
-				g.Go(func() error { e.runOne(ctx, p); return nil })
+		j := i + 1
+		if ps[i].spec.ParallelSafe {
+			for j < len(ps) && (!ps[j].run || ps[j].spec.ParallelSafe) {
+				j++
 			}
 		}
-		_ = g.Wait()
+		effects := false
+		for _, p := range ps[i:j] {
+			effects = effects || (p.run && !p.spec.Bookkeeping)
+		}
+		if effects {
+			if err := flush(i); err != nil {
+				return err
+			}
+		}
+		if j == i+1 {
+			e.runOne(ctx, ps[i])
+		} else {
+			var g errgroup.Group
+			g.SetLimit(e.opts.MaxParallel)
+			for _, p := range ps[i:j] {
+				if p.run {
+					g.Go(func() error { e.runOne(ctx, p); return nil })
+				}
+			}
+			_ = g.Wait()
+		}
+		if effects {
+			if err := flush(j); err != nil {
+				return err
+			}
+		}
 		i = j
 	}
+	return flush(len(ps))
 }
 
 func (e *Engine) runOne(ctx context.Context, p *pending) {

@@ -345,13 +345,73 @@ func TestOrphanCallsClosedOnNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := results(h.rows())
-	if len(rs) != 1 || rs[0].CallID != "lost" || rs[0].Status != session.StatusCanceled {
+	if len(rs) != 1 || rs[0].CallID != "lost" || rs[0].Status != session.StatusInterrupted || resultText(rs[0]) != agent.InterruptedResult {
 		t.Fatalf("results %+v", rs)
 	}
+	// The model hears it in the call's result and once in the context,
+	// with the call named, before the new input.
 	msgs := h.prov.Requests()[0].Messages
-	if msgs[2].Role != model.RoleTool || msgs[3].Text() != "y" {
+	if len(msgs) != 5 || msgs[2].Role != model.RoleTool || msgs[4].Text() != "y" {
 		t.Fatalf("request %+v", msgs)
 	}
+	if note := msgs[3].Text(); msgs[3].Role != model.RoleUser || !strings.Contains(note, "interrupted") || !strings.Contains(note, "work (lost)") {
+		t.Fatalf("context note %+v", msgs[3])
+	}
+	if n := noticesOf(h.rows()); len(n) != 1 || n[0].Title != "The last turn was interrupted" {
+		t.Fatalf("notices %+v", n)
+	}
+	// Closed once: a second run finds nothing to close.
+	if closed, err := e.Recover(t.Context()); err != nil || len(closed) != 0 {
+		t.Fatalf("second recover: %v %v", closed, err)
+	}
+}
+
+// Persist first: the assistant message with its calls is in the log
+// before any call runs, and each call's result is stored before the next
+// call starts, so a crash at any point leaves no effect without its call.
+func TestCallsStoredBeforeTheyRun(t *testing.T) {
+	h := newHarness(t, `[{"text":"writing","tool_calls":[{"id":"w1","name":"write"},{"id":"w2","name":"write"}]},{"text":"done"}]`)
+	var seen [][]string // per run: the call ids with results in the log, and whether the call itself was there
+	write := newTool("write", nil)
+	write.run = func(ctx context.Context, c tool.Call) (tool.Result, error) {
+		rows := h.rows()
+		var called bool
+		var answered []string
+		for _, r := range rows {
+			switch e := r.Entry.(type) {
+			case session.AssistantMessage:
+				for _, p := range e.Parts {
+					if tc, ok := p.(model.ToolCall); ok {
+						called = called || tc.ID == c.ID
+					}
+				}
+			case session.ToolResult:
+				answered = append(answered, e.CallID)
+			}
+		}
+		if !called {
+			t.Errorf("%s ran before its call was stored", c.ID)
+		}
+		seen = append(seen, answered)
+		return tool.Text("wrote"), nil
+	}
+	e := h.engine(agent.Options{}, write)
+	if _, err := e.Run(t.Context(), userText("go")); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || len(seen[0]) != 0 || len(seen[1]) != 1 || seen[1][0] != "w1" {
+		t.Fatalf("results stored when each call ran: %v", seen)
+	}
+}
+
+func noticesOf(rows []session.Row) []session.Notice {
+	var out []session.Notice
+	for _, r := range rows {
+		if n, ok := r.Entry.(session.Notice); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func TestParallelResultsInCallOrder(t *testing.T) {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
 )
 
 // turnState is what one turn keeps between rounds.
@@ -47,7 +49,7 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 	end := func(stop StopReason, err error) Result {
 		return Result{Turn: ts.turn, Stop: stop, Rounds: ts.rounds, Usage: ts.usage, Reply: ts.reply, Err: err}
 	}
-	if err := e.closeOrphans(ctx, ts.turn); err != nil {
+	if _, err := e.closeOrphans(ctx); err != nil {
 		return end(StopFailed, err)
 	}
 	if _, err := e.appendRows(ctx, ts.turn, input); err != nil {
@@ -212,9 +214,24 @@ func (e *Engine) deliverInbox(ctx context.Context, turn int64) error {
 	return nil
 }
 
-// closeOrphans answers calls that never got a result (a crash between a
-// call and its result) as failed, so the next request is well formed.
-func (e *Engine) closeOrphans(ctx context.Context, turn int64) error {
+// Recover closes the calls a crash left without a result: each gets a
+// result saying meka stopped while it ran, the model is told once that
+// the turn was interrupted and which calls may have partly run, and a
+// notice says so to whoever watches. It returns the calls it closed. A
+// host calls it when it opens a session it holds, so resume, transcripts
+// and the next request agree; Run calls it too, before a turn starts.
+func (e *Engine) Recover(ctx context.Context) ([]model.ToolCall, error) {
+	if !e.running.TryLock() {
+		return nil, ErrBusy
+	}
+	defer e.running.Unlock()
+	return e.closeOrphans(ctx)
+}
+
+// InterruptedResult is the result text of a call meka stopped while it ran.
+const InterruptedResult = "meka stopped while this call was running (the process was killed or crashed), so it has no result and its effects may be partial. Check what it did before running it again."
+
+func (e *Engine) closeOrphans(ctx context.Context) ([]model.ToolCall, error) {
 	e.mu.Lock()
 	orphans := OrphanCalls(e.rows)
 	var last int64
@@ -223,18 +240,51 @@ func (e *Engine) closeOrphans(ctx context.Context, turn int64) error {
 	}
 	e.mu.Unlock()
 	if len(orphans) == 0 {
-		return nil
+		return nil, nil
 	}
-	entries := make([]session.Entry, len(orphans))
+	entries := make([]session.Entry, 0, len(orphans)+2)
+	names := make([]string, len(orphans))
 	for i, c := range orphans {
-		entries[i] = session.ToolResult{CallID: c.ID, Name: c.Name, Status: session.StatusCanceled,
-			Content: model.Parts{model.Text{Text: "This call never finished: the session stopped before it returned a result."}}}
+		entries = append(entries, session.ToolResult{CallID: c.ID, Name: c.Name, Status: session.StatusInterrupted,
+			Content: model.Parts{model.Text{Text: InterruptedResult}}})
+		names[i] = fmt.Sprintf("%s (%s)", e.describeCall(c), c.ID)
 	}
-	if last == 0 {
-		last = turn
+	list := strings.Join(names, "; ")
+	entries = append(entries, session.UserMessage{Source: session.SourceReminder, Parts: model.Parts{model.Text{Text: fmt.Sprintf(
+		"[meka] Your previous turn was interrupted: meka stopped while %s running, so %s may have partly run: %s. "+
+			"Check the workspace for their effects before repeating any of them.",
+		plural(len(orphans), "tool call was", "tool calls were"), pick(len(orphans), "it", "they"), list)}}})
+	n := session.Notice{Severity: session.SeverityWarning,
+		Title:       "The last turn was interrupted",
+		Description: fmt.Sprintf("meka stopped while %s ran; effects may be partial: %s", plural(len(orphans), "tool call", "tool calls"), list)}
+	entries = append(entries, n)
+	if _, err := e.appendRows(ctx, last, entries...); err != nil {
+		return nil, err
 	}
-	_, err := e.appendRows(ctx, last, entries...)
-	return err
+	e.emit(Notice{Notice: n})
+	return orphans, nil
+}
+
+// describeCall is a call as a person reads it: its title, or its name.
+func (e *Engine) describeCall(c model.ToolCall) string {
+	if t, ok := e.opts.Tools.Get(c.Name); ok {
+		return tool.Title(t, c.Arguments)
+	}
+	return c.Name
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // OrphanCalls returns the calls of the last assistant message that have no

@@ -57,6 +57,9 @@ const (
 	StatusError    = "error"    // the tool ran and reported an error
 	StatusRefused  = "refused"  // the call was refused before it ran
 	StatusCanceled = "canceled" // the call never finished
+	// StatusInterrupted closes a call meka stopped while running (killed,
+	// crashed): the call may have had effects, but it has no result.
+	StatusInterrupted = "interrupted"
 )
 
 // ToolResult answers one tool call.

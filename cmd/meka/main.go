@@ -5,13 +5,12 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 
 	"meka.dev/meka/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := cli.SignalContext(context.Background())
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -78,7 +78,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		if ee.err != nil {
 			fmt.Fprintf(stderr, "meka: %v\n", ee.err)
 		}
-		return ee.code
+		return signalExit(ctx, ee.code)
 	}
 	// Errors from cobra itself are flag and argument mistakes.
 	fmt.Fprintf(stderr, "meka: %v\n", err)
@@ -113,10 +113,10 @@ func newRoot(g *globals) *cobra.Command {
 			}
 			prompt := strings.Join(args, " ")
 			if oneshot {
-				if cont || resume != "" {
-					return usageError("--oneshot runs in a new session; it cannot be combined with --continue or --resume")
+				if cont && resume != "" {
+					return usageError("--continue and --resume both name a session; give one")
 				}
-				return runOneshot(cmd.Context(), g, prompt)
+				return runOneshot(cmd.Context(), g, prompt, cont, resume)
 			}
 			return runInteractive(cmd.Context(), g, prompt, cont, resume)
 		},
@@ -129,7 +129,7 @@ func newRoot(g *globals) *cobra.Command {
 	f.StringVar(&g.project, "project", "", "project the session belongs to")
 	f.CountVarP(&g.verbose, "verbose", "v", "log to stderr: -v info, -vv debug")
 	lf := root.Flags()
-	lf.BoolVar(&oneshot, "oneshot", false, "run one turn in a new session and exit")
+	lf.BoolVar(&oneshot, "oneshot", false, "run one turn and exit: in a new session, or the one -c or -r names")
 	lf.BoolVarP(&cont, "continue", "c", false, "continue the latest session in this directory")
 	lf.StringVarP(&resume, "resume", "r", "", "resume a session by id (any unique prefix)")
 	lf.StringVar(&provider, "provider", "", "same as --profile")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
@@ -210,6 +211,11 @@ func Transcript(w io.Writer, rows []session.Row) {
 		case session.Compaction:
 			fmt.Fprintf(w, "[compaction, kept from row %d]\n%s\n", e.KeptFrom, e.Summary)
 		}
+	}
+	// A call with no result is running now, or its process died; the next
+	// open of the session closes it as interrupted.
+	for _, c := range agent.OrphanCalls(rows) {
+		fmt.Fprintf(w, "result %s %s [no result]: still running, or meka stopped while it ran (closed as interrupted when the session is next opened)\n", c.ID, c.Name)
 	}
 }
 

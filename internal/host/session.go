@@ -146,6 +146,11 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	if err != nil {
 		return nil, err
 	}
+	// Calls a dead holder left without a result are closed now, while the
+	// lock is held, so every reader of the log sees the same session.
+	if _, err := s.engine.Recover(ctx); err != nil {
+		return nil, fmt.Errorf("close interrupted calls: %w", err)
+	}
 	return s, nil
 }
 
