@@ -42,6 +42,8 @@ var allowed = map[string][]string{
 	"internal/tools/shelltool": {"tool", "permission", "internal/sandbox", "internal/task", "model"},
 	"internal/mcp":             {"tool", "model"},
 	"internal/sqlite":          {"session", "model"},
+	"internal/postgres":        {"session", "model"},
+	"internal/postgres/pgtest": {},
 	// L3
 	"plan":            {"agent", "tool", "session", "model"},
 	"plan/checklist":  {"plan", "agent", "tool", "session", "model", "permission"},
@@ -50,8 +52,10 @@ var allowed = map[string][]string{
 	// L4
 	"internal/host": {"agent", "plan", "session", "tool", "permission", "model", "internal/task",
 		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool"},
-	"internal/schedule/sqlitestore": {"internal/schedule", "internal/sqlite"},
-	"internal/schedule":             {"internal/schedule/cron", "internal/sandbox", "session", "tool", "permission", "model", "agent"},
+	"internal/schedule/sqlitestore":  {"internal/schedule", "internal/sqlite"},
+	"internal/schedule/pgstore":      {"internal/schedule", "internal/postgres"},
+	"internal/schedule/scheduletest": {"internal/schedule", "session"},
+	"internal/schedule":              {"internal/schedule/cron", "internal/sandbox", "session", "tool", "permission", "model", "agent"},
 	// L5: front doors never import each other.
 	"internal/acp/jsonrpc": {},
 	"internal/acp":         {"internal/acp/jsonrpc", "internal/imaging", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
@@ -68,6 +72,7 @@ var allowed = map[string][]string{
 var exclusive = map[string][]string{
 	"modernc.org/sqlite":                     {"internal/sqlite"},
 	"database/sql":                           {"internal/sqlite"},
+	"github.com/jackc/pgx/v5":                {"internal/postgres", "internal/postgres/pgtest"},
 	"github.com/openai/openai-go/v3":         {"model/openai"},
 	"github.com/anthropics/anthropic-sdk-go": {"model/anthropic"},
 }

@@ -1,38 +1,60 @@
-package sqlite_test
+// Package scheduletest is the conformance suite for schedule.Store, run
+// against every implementation (internal/sqlite and internal/postgres,
+// through their adapters) as sessiontest is for session.Store.
+//
+// It imports internal/schedule and session only.
+package scheduletest
 
 import (
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/internal/schedule"
 	"meka.dev/meka/session"
 )
 
-var st0 = time.Date(2026, 8, 11, 13, 0, 0, 0, time.UTC)
-
-func scheduleDB(t *testing.T) (*sqlite.DB, *sqlite.Schedules, string) {
-	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meka.db"), sqlite.Options{Now: func() time.Time { return st0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	m, err := db.Sessions().Create(t.Context(), session.Meta{Cwd: "/w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db, db.Schedules(), m.ID
+// Harness is one fresh, empty database as the suite uses it.
+type Harness struct {
+	// Store is the schedule store; its stores' clock (for CreatedAt)
+	// reads St0.
+	Store schedule.Store
+	// NewSession creates a session and returns its id.
+	NewSession func(t *testing.T) string
+	// DeleteSession deletes a session through the session store.
+	DeleteSession func(t *testing.T, id string)
 }
 
-func hourly(sessionID string, next time.Time) sqlite.Job {
-	return sqlite.Job{SessionID: sessionID, Prompt: "p", Kind: "every", Spec: "1h", Interval: time.Hour, Zone: "UTC", NextAt: next, Level: "read"}
+// St0 is the time a harness's store clock reads.
+var St0 = time.Date(2026, 8, 11, 13, 0, 0, 0, time.UTC)
+
+// Run runs the suite; newDB returns a harness on a fresh database and is
+// called once per subtest.
+func Run(t *testing.T, newDB func(t *testing.T) Harness) {
+	for _, tc := range []struct {
+		name string
+		test func(t *testing.T, h Harness)
+	}{
+		{"CreateGetList", testCreateGetList},
+		{"MaxJobsIsAtomic", testMaxJobsIsAtomic},
+		{"Leases", testLeases},
+		{"ParksAfterFailedClaims", testParksAfterFailedClaims},
+		{"ClaimIsExclusive", testClaimIsExclusive},
+		{"DeleteWinsAndCascades", testDeleteWinsAndCascades},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, newDB(t)) })
+	}
 }
 
-func TestScheduleCreateGetList(t *testing.T) {
-	_, s, sid := scheduleDB(t)
+var st0 = St0
+
+func hourly(sessionID string, next time.Time) schedule.Job {
+	return schedule.Job{SessionID: sessionID, Prompt: "p", Kind: "every", Spec: "1h", Interval: time.Hour, Zone: "UTC", NextAt: next, Level: "read"}
+}
+
+func testCreateGetList(t *testing.T, h Harness) {
+	s, sid := h.Store, h.NewSession(t)
 	ctx := t.Context()
 	j := hourly(sid, st0.Add(time.Hour))
 	j.ID = "7F3A1B2C-0000-4000-8000-000000000001"
@@ -57,11 +79,11 @@ func TestScheduleCreateGetList(t *testing.T) {
 		t.Fatal(err)
 	}
 	for prefix, want := range map[string]error{
-		"7f3a1b2c":                             sqlite.ErrJobAmbiguous,
+		"7f3a1b2c":                             schedule.ErrAmbiguous,
 		"7f3a1b2c-0000-4000-8000-000000000002": nil,
-		"0000":                                 sqlite.ErrJobNotFound,
-		"zz":                                   sqlite.ErrJobNotFound,
-		"":                                     sqlite.ErrJobNotFound,
+		"0000":                                 schedule.ErrNotFound,
+		"zz":                                   schedule.ErrNotFound,
+		"":                                     schedule.ErrNotFound,
 	} {
 		if _, err := s.Get(ctx, prefix); !errors.Is(err, want) && !(want == nil && err == nil) {
 			t.Errorf("Get(%q) = %v, want %v", prefix, err, want)
@@ -79,8 +101,8 @@ func TestScheduleCreateGetList(t *testing.T) {
 	}
 }
 
-func TestScheduleMaxJobsIsAtomic(t *testing.T) {
-	db, _, sid := scheduleDB(t)
+func testMaxJobsIsAtomic(t *testing.T, h Harness) {
+	s, sid := h.Store, h.NewSession(t)
 	// Several connections (as several hosts) race for the last places.
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
@@ -88,7 +110,7 @@ func TestScheduleMaxJobsIsAtomic(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := db.Schedules().Create(t.Context(), hourly(sid, st0), 5)
+			_, err := s.Create(t.Context(), hourly(sid, st0), 5)
 			errs <- err
 		}()
 	}
@@ -99,7 +121,7 @@ func TestScheduleMaxJobsIsAtomic(t *testing.T) {
 		switch {
 		case err == nil:
 			ok++
-		case errors.Is(err, sqlite.ErrTooManyJobs):
+		case errors.Is(err, schedule.ErrTooManyJobs):
 			refused++
 		default:
 			t.Error(err)
@@ -110,16 +132,16 @@ func TestScheduleMaxJobsIsAtomic(t *testing.T) {
 	}
 }
 
-func TestScheduleLeases(t *testing.T) {
-	_, s, sid := scheduleDB(t)
+func testLeases(t *testing.T, h Harness) {
+	s, sid := h.Store, h.NewSession(t)
 	ctx := t.Context()
 	j, err := s.Create(ctx, hourly(sid, st0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	claim := func(owner string, now time.Time) []sqlite.Job {
+	claim := func(owner string, now time.Time) []schedule.Job {
 		t.Helper()
-		got, err := s.Claim(ctx, sqlite.Claim{IDs: []string{j.ID}, Owner: owner, Now: now, Until: now.Add(time.Hour), MaxFailed: 3, Held: "stuck"})
+		got, err := s.Claim(ctx, schedule.Claim{IDs: []string{j.ID}, Owner: owner, Now: now, Until: now.Add(time.Hour), MaxFailed: 3, Held: "stuck"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +162,7 @@ func TestScheduleLeases(t *testing.T) {
 	}
 	// Only the owner advances, releases or retires.
 	for _, op := range []func() (bool, error){
-		func() (bool, error) { return s.Advance(ctx, j.ID, "b", sqlite.Advance{NextAt: st0.Add(time.Hour)}) },
+		func() (bool, error) { return s.Advance(ctx, j.ID, "b", schedule.Advance{NextAt: st0.Add(time.Hour)}) },
 		func() (bool, error) { return s.Release(ctx, j.ID, "b") },
 		func() (bool, error) { return s.Retire(ctx, j.ID, "b") },
 		func() (bool, error) { return s.Renew(ctx, j.ID, "b", st0.Add(2*time.Hour)) },
@@ -157,7 +179,7 @@ func TestScheduleLeases(t *testing.T) {
 	}
 	base := "sha256:11"
 	fired := st0.Add(time.Hour)
-	if ok, err := s.Advance(ctx, j.ID, "b", sqlite.Advance{NextAt: st0.Add(2 * time.Hour), FiredAt: fired, Baseline: &base}); !ok || err != nil {
+	if ok, err := s.Advance(ctx, j.ID, "b", schedule.Advance{NextAt: st0.Add(2 * time.Hour), FiredAt: fired, Baseline: &base}); !ok || err != nil {
 		t.Fatalf("advance: %v, %v", ok, err)
 	}
 	after, _ := s.Get(ctx, j.ID)
@@ -167,7 +189,7 @@ func TestScheduleLeases(t *testing.T) {
 	}
 	// An advance without a baseline keeps the stored one.
 	claim("a", st0.Add(2*time.Hour))
-	s.Advance(ctx, j.ID, "a", sqlite.Advance{NextAt: st0.Add(3 * time.Hour)})
+	s.Advance(ctx, j.ID, "a", schedule.Advance{NextAt: st0.Add(3 * time.Hour)})
 	if after, _ := s.Get(ctx, j.ID); after.Baseline != base || !after.LastFiredAt.Equal(fired) {
 		t.Errorf("advance without baseline: %+v", after)
 	}
@@ -181,13 +203,13 @@ func TestScheduleLeases(t *testing.T) {
 	}
 }
 
-func TestScheduleParksAfterFailedClaims(t *testing.T) {
-	_, s, sid := scheduleDB(t)
+func testParksAfterFailedClaims(t *testing.T, h Harness) {
+	s, sid := h.Store, h.NewSession(t)
 	ctx := t.Context()
 	j, _ := s.Create(ctx, hourly(sid, st0), 0)
 	now := st0
 	for i := range 4 {
-		got, err := s.Claim(ctx, sqlite.Claim{IDs: []string{j.ID}, Owner: "x", Now: now, Until: now.Add(time.Minute), MaxFailed: 3, Held: "stuck"})
+		got, err := s.Claim(ctx, schedule.Claim{IDs: []string{j.ID}, Owner: "x", Now: now, Until: now.Add(time.Minute), MaxFailed: 3, Held: "stuck"})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("claim %d: %v %v", i, got, err)
 		}
@@ -202,17 +224,17 @@ func TestScheduleParksAfterFailedClaims(t *testing.T) {
 	if due, _ := s.Due(ctx, now.Add(time.Hour), 10); len(due) != 0 {
 		t.Error("a parked job is due")
 	}
-	if got, _ := s.Claim(ctx, sqlite.Claim{IDs: []string{j.ID}, Owner: "y", Now: now, Until: now.Add(time.Minute)}); len(got) != 0 {
+	if got, _ := s.Claim(ctx, schedule.Claim{IDs: []string{j.ID}, Owner: "y", Now: now, Until: now.Add(time.Minute)}); len(got) != 0 {
 		t.Error("claimed a parked job")
 	}
 }
 
-func TestScheduleClaimIsExclusive(t *testing.T) {
-	db, _, sid := scheduleDB(t)
+func testClaimIsExclusive(t *testing.T, h Harness) {
+	s, sid := h.Store, h.NewSession(t)
 	ctx := t.Context()
 	var ids []string
 	for range 50 {
-		j, _ := db.Schedules().Create(ctx, hourly(sid, st0), 0)
+		j, _ := s.Create(ctx, hourly(sid, st0), 0)
 		ids = append(ids, j.ID)
 	}
 	var mu sync.Mutex
@@ -222,7 +244,7 @@ func TestScheduleClaimIsExclusive(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := db.Schedules().Claim(ctx, sqlite.Claim{IDs: ids, Owner: owner, Now: st0, Until: st0.Add(time.Hour)})
+			got, err := s.Claim(ctx, schedule.Claim{IDs: ids, Owner: owner, Now: st0, Until: st0.Add(time.Hour)})
 			if err != nil {
 				t.Error(err)
 			}
@@ -241,11 +263,11 @@ func TestScheduleClaimIsExclusive(t *testing.T) {
 	}
 }
 
-func TestScheduleDeleteWinsAndCascades(t *testing.T) {
-	db, s, sid := scheduleDB(t)
+func testDeleteWinsAndCascades(t *testing.T, h Harness) {
+	s, sid := h.Store, h.NewSession(t)
 	ctx := t.Context()
 	j, _ := s.Create(ctx, hourly(sid, st0), 0)
-	s.Claim(ctx, sqlite.Claim{IDs: []string{j.ID}, Owner: "a", Now: st0, Until: st0.Add(time.Hour)})
+	s.Claim(ctx, schedule.Claim{IDs: []string{j.ID}, Owner: "a", Now: st0, Until: st0.Add(time.Hour)})
 	if ok, err := s.Delete(ctx, j.ID); !ok || err != nil {
 		t.Fatalf("delete a leased job: %v %v", ok, err)
 	}
@@ -253,20 +275,18 @@ func TestScheduleDeleteWinsAndCascades(t *testing.T) {
 	if ok, _ := s.Release(ctx, j.ID, "a"); ok {
 		t.Error("released a deleted job")
 	}
-	if ok, _ := s.Advance(ctx, j.ID, "a", sqlite.Advance{NextAt: st0.Add(time.Hour)}); ok {
+	if ok, _ := s.Advance(ctx, j.ID, "a", schedule.Advance{NextAt: st0.Add(time.Hour)}); ok {
 		t.Error("advanced a deleted job")
 	}
-	if _, err := s.Get(ctx, j.ID); !errors.Is(err, sqlite.ErrJobNotFound) {
+	if _, err := s.Get(ctx, j.ID); !errors.Is(err, schedule.ErrNotFound) {
 		t.Errorf("Get after delete: %v", err)
 	}
 	if ok, _ := s.Delete(ctx, j.ID); ok {
 		t.Error("deleted twice")
 	}
 	k, _ := s.Create(ctx, hourly(sid, st0), 0)
-	if err := db.Sessions().Delete(ctx, sid); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Get(ctx, k.ID); !errors.Is(err, sqlite.ErrJobNotFound) {
+	h.DeleteSession(t, sid)
+	if _, err := s.Get(ctx, k.ID); !errors.Is(err, schedule.ErrNotFound) {
 		t.Errorf("a deleted session's job survives: %v", err)
 	}
 }
