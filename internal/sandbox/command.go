@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,50 +41,81 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", int(m))
 }
 
-// Backends Available reports.
+// Backends: Landlock applied by meka's own helper inside namespaces it
+// creates, bubblewrap, and bubblewrap running that helper (both).
 const (
 	BackendLandlock = "landlock"
 	BackendBwrap    = "bwrap"
+	BackendBoth     = "bwrap+landlock"
 )
 
-// ErrNoConfinement means neither Landlock nor bubblewrap can confine a
-// command on this machine; a confined mode must then refuse to run rather
-// than run unconfined.
-var ErrNoConfinement = errors.New("no confinement available: the kernel offers no Landlock and bubblewrap is missing or cannot run")
+// Backends lists every backend, in the order Available prefers them.
+var Backends = []string{BackendLandlock, BackendBoth, BackendBwrap}
+
+// ErrNoConfinement means no backend can confine a command on this machine
+// with every guarantee its mode needs; a confined mode must then refuse
+// to run rather than run under a weaker sandbox.
+var ErrNoConfinement = errors.New("no confinement available")
 
 // DefaultWaitDelay bounds how long Wait waits, once a command's context is
 // done or the command has exited, for it to die and its pipes to close.
 const DefaultWaitDelay = 2 * time.Second
 
 // Available reports which backend confines commands in mode on this
-// machine: "landlock", else "bwrap", else ErrNoConfinement. Unrestricted
-// needs none and reports "".
-func Available(mode Mode) (string, error) { return hostProbe().available(mode) }
+// machine with the network closed, or an error matching ErrNoConfinement
+// that says what is missing. Unrestricted needs none and reports "".
+func Available(mode Mode) (string, error) { return hostProbe().available(mode, false) }
+
+// AvailableNetwork is Available for commands whose network is open when
+// network is set ([permissions] network = true): the network guarantee
+// is then not needed.
+func AvailableNetwork(mode Mode, network bool) (string, error) {
+	return hostProbe().available(mode, network)
+}
+
+// Check returns the guarantees of every backend on this machine, in the
+// order Available prefers them.
+func Check() []Guarantees {
+	p := hostProbe()
+	out := make([]Guarantees, 0, len(Backends))
+	for _, b := range Backends {
+		out = append(out, p.guarantees(b))
+	}
+	return out
+}
 
 // Spec is a command to run and its confinement.
 type Spec struct {
 	// Args is the command line; Args[0] is looked up in Env's PATH.
 	Args []string
 	Dir  string
-	// Env is the complete environment of the command (scrub it first with
-	// ScrubEnv); TMPDIR is set to TempDir when that is given.
+	// Env is the complete environment of the command (build it with
+	// ConfinedEnv or ScrubEnv); TMPDIR is set to TempDir when given.
 	Env  []string
 	Mode Mode
 	// Writable are the directories (or files) a Workspace command may
 	// write; ReadOnly ignores them. Missing ones are skipped.
 	Writable []string
+	// Protected are paths that stay read-only to a confined command even
+	// inside a writable directory: meka's config and data directories.
+	// The .git/hooks and .git/config of every writable directory are
+	// added. Missing ones are skipped.
+	Protected []string
+	// Network opens the network to a confined command.
+	Network bool
 	// TempDir is the command's private temp dir, writable in every mode.
 	TempDir string
-	// Backend forces "landlock" or "bwrap"; empty picks as Available does.
+	// Backend forces a backend; empty picks as Available does.
 	Backend string
 	// WaitDelay replaces DefaultWaitDelay.
 	WaitDelay time.Duration
 }
 
 // Command returns a command that runs spec confined to its mode, in a
-// process group of its own: canceling ctx kills the whole group, and
-// WaitDelay bounds the wait for it to die and its pipes to drain. A
-// confined mode with no usable backend returns ErrNoConfinement.
+// process group of its own that is killed when meka dies: canceling ctx
+// kills the whole group, and WaitDelay bounds the wait for it to die and
+// its pipes to drain. A confined mode with no backend giving every
+// guarantee returns an error matching ErrNoConfinement.
 //
 // Under Landlock the command is the current executable re-run as a helper
 // that confines itself and then executes Args, so the program must call
@@ -115,6 +147,15 @@ type helperSpec struct {
 	Path string `json:"path"`
 	// Writable are the canonical paths writes stay allowed beneath.
 	Writable []string `json:"writable"`
+	// Mount is set when the helper runs in namespaces of its own and
+	// binds the tree read-only itself (not under bwrap).
+	Mount bool `json:"mount,omitempty"`
+	// Protected are bound read-only over the writable paths.
+	Protected []string `json:"protected,omitempty"`
+	// Sockets are outside Unix sockets to mask.
+	Sockets []string `json:"sockets,omitempty"`
+	// Network leaves the network open: no TCP rules, no abstract scope.
+	Network bool `json:"network,omitempty"`
 }
 
 // probe is what the machine offers, injectable for tests.
@@ -122,35 +163,81 @@ type probe struct {
 	landlockABI func() int
 	bwrap       func() (string, error)
 	executable  func() (string, error)
+	// namespaces reports whether the helper can run in new user (unless
+	// root), mount, PID and network namespaces.
+	namespaces func() error
 }
 
-// bwrapWorks runs bwrap once per process: whether it can create its
-// namespaces is a fact about the machine that does not change.
-var bwrapWorks = sync.OnceValues(probeBwrap)
+// The probes run once per process: what the machine offers does not
+// change while meka runs.
+var (
+	bwrapWorks      = sync.OnceValues(probeBwrap)
+	namespacesWork  = sync.OnceValue(probeNamespaces)
+	hostProbeCached = sync.OnceValue(func() probe {
+		return probe{landlockABI: landlockABI, bwrap: bwrapWorks, executable: os.Executable, namespaces: namespacesWork}
+	})
+)
 
-func hostProbe() probe {
-	return probe{landlockABI: landlockABI, bwrap: bwrapWorks, executable: os.Executable}
+func hostProbe() probe { return hostProbeCached() }
+
+// guarantees works out what backend can promise here.
+func (p probe) guarantees(backend string) Guarantees {
+	g := Guarantees{Backend: backend}
+	abi := p.landlockABI()
+	_, exeErr := p.executable()
+	landlock := abi >= 1 && exeErr == nil
+	switch backend {
+	case BackendLandlock:
+		if !landlock {
+			g.Missing = append(g.Missing, noLandlock(abi, exeErr))
+			return g
+		}
+		g.Writes, g.Secrets = true, true // the ptrace scope holds from ABI 1
+		g.Signals = abi >= 6
+		if err := p.namespaces(); err != nil {
+			g.Missing = append(g.Missing, fmt.Sprintf("no namespaces, so no read-only mounts for metadata and no closed network (%v)", err))
+			if !g.Signals {
+				g.Missing = append(g.Missing, fmt.Sprintf("Landlock ABI %d has no signal scope (needs 6)", abi))
+			}
+			return g
+		}
+		g.Metadata, g.Network, g.Signals = true, true, true
+	case BackendBwrap, BackendBoth:
+		if _, err := p.bwrap(); err != nil {
+			g.Missing = append(g.Missing, fmt.Sprintf("bubblewrap cannot run (%v)", err))
+			return g
+		}
+		if backend == BackendBoth && !landlock {
+			g.Missing = append(g.Missing, noLandlock(abi, exeErr))
+			return g
+		}
+		g.Writes, g.Metadata, g.Signals, g.Network, g.Secrets = true, true, true, true, true
+	default:
+		g.Missing = append(g.Missing, "unknown backend")
+	}
+	return g
 }
 
-func (p probe) available(mode Mode) (string, error) {
+func noLandlock(abi int, exeErr error) string {
+	if abi < 1 {
+		return "the kernel offers no Landlock"
+	}
+	return fmt.Sprintf("meka cannot find its own executable to run the helper (%v)", exeErr)
+}
+
+func (p probe) available(mode Mode, network bool) (string, error) {
 	if mode == Unrestricted {
 		return "", nil
 	}
-	if p.landlockUsable() {
-		return BackendLandlock, nil
+	var why []string
+	for _, b := range Backends {
+		g := p.guarantees(b)
+		if g.Holds(network) {
+			return b, nil
+		}
+		why = append(why, g.String())
 	}
-	if _, err := p.bwrap(); err == nil {
-		return BackendBwrap, nil
-	}
-	return "", ErrNoConfinement
-}
-
-func (p probe) landlockUsable() bool {
-	if p.landlockABI() < 1 {
-		return false
-	}
-	_, err := p.executable()
-	return err == nil
+	return "", fmt.Errorf("%w: %s", ErrNoConfinement, strings.Join(why, "; "))
 }
 
 func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
@@ -166,6 +253,7 @@ func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 		env = setEnv(env, "TMPDIR", spec.TempDir)
 	}
 	var cmd *exec.Cmd
+	ns := nsNone
 	switch spec.Mode {
 	case Unrestricted:
 		cmd = exec.CommandContext(ctx, path)
@@ -173,28 +261,45 @@ func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 	case ReadOnly, Workspace:
 		backend := spec.Backend
 		if backend == "" {
-			if backend, err = p.available(spec.Mode); err != nil {
+			if backend, err = p.available(spec.Mode, spec.Network); err != nil {
 				return nil, fmt.Errorf("build command: %w", err)
 			}
+		} else if g := p.guarantees(backend); !g.Holds(spec.Network) {
+			return nil, fmt.Errorf("build command: %w: %s", ErrNoConfinement, g)
 		}
 		writable := confinedWritable(spec)
+		protected := protectedPaths(writable, spec.Protected)
+		var sockets []string
+		if !spec.Network {
+			sockets = outsideSockets(writable)
+		}
 		switch backend {
 		case BackendLandlock:
-			if !p.landlockUsable() {
-				return nil, fmt.Errorf("build command: landlock: %w", ErrNoConfinement)
-			}
 			exe, _ := p.executable()
-			hs, err := json.Marshal(helperSpec{Path: path, Writable: writable})
+			js, err := json.Marshal(helperSpec{Path: path, Writable: writable, Mount: true,
+				Protected: protected, Sockets: sockets, Network: spec.Network})
 			if err != nil {
 				return nil, fmt.Errorf("build command: %w", err)
 			}
-			cmd = exec.CommandContext(ctx, exe, append([]string{helperMarker, string(hs)}, spec.Args...)...)
-		case BackendBwrap:
-			bwrap, err := p.bwrap()
-			if err != nil {
-				return nil, fmt.Errorf("build command: bwrap: %w", ErrNoConfinement)
+			cmd = exec.CommandContext(ctx, exe, append([]string{helperMarker, string(js)}, spec.Args...)...)
+			ns = nsAll
+			if spec.Network {
+				ns = nsNoNet
 			}
-			cmd = exec.CommandContext(ctx, bwrap, bwrapArgs(writable, spec.Dir, path, spec.Args)...)
+		case BackendBwrap, BackendBoth:
+			bwrap, _ := p.bwrap()
+			plan := bwrapPlan{writable: writable, protected: protected, sockets: sockets, network: spec.Network,
+				dropCaps: os.Geteuid() == 0, dir: spec.Dir, path: path, args: spec.Args}
+			if backend == BackendBoth {
+				exe, _ := p.executable()
+				js, err := json.Marshal(helperSpec{Path: path, Writable: writable, Network: spec.Network})
+				if err != nil {
+					return nil, fmt.Errorf("build command: %w", err)
+				}
+				plan.path = exe
+				plan.args = append([]string{exe, helperMarker, string(js)}, spec.Args...)
+			}
+			cmd = exec.CommandContext(ctx, bwrap, bwrapArgs(plan)...)
 		default:
 			return nil, fmt.Errorf("build command: unknown backend %q", backend)
 		}
@@ -207,7 +312,7 @@ func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 	if delay <= 0 {
 		delay = DefaultWaitDelay
 	}
-	setGroup(cmd, delay)
+	setGroup(cmd, delay, ns)
 	return cmd, nil
 }
 
@@ -221,32 +326,50 @@ func confinedWritable(spec Spec) []string {
 	if spec.TempDir != "" {
 		dirs = append(dirs, spec.TempDir)
 	}
+	return existing(dirs)
+}
+
+// existing returns the canonical form of each path of ps that exists.
+func existing(ps []string) []string {
 	var out []string
-	for _, d := range dirs {
+	for _, d := range ps {
 		c, err := Canonical(d)
 		if err != nil {
 			continue
 		}
-		if _, err := os.Stat(c); err != nil {
+		if _, err := os.Lstat(c); err != nil {
 			continue // nothing there to write; creating it needs its parent
 		}
-		out = append(out, c)
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
 	}
 	return out
 }
 
-// bwrapArgs confines with bubblewrap: the whole tree read-only, a private
-// /dev, and the writable paths bound read-write over it.
-func bwrapArgs(writable []string, dir, path string, args []string) []string {
-	out := []string{"--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev"}
+// protectedPaths lists what stays read-only inside the writable paths:
+// extra (meka's config and data directories) and each writable
+// directory's .git/hooks and .git/config, those that exist and lie inside
+// a writable path (outside one they are read-only anyway).
+func protectedPaths(writable, extra []string) []string {
+	cands := slices.Clone(extra)
 	for _, w := range writable {
-		out = append(out, "--bind", w, w)
+		cands = append(cands, GitProtected(w)...)
 	}
-	if dir != "" {
-		out = append(out, "--chdir", dir)
+	var out []string
+	for _, c := range existing(cands) {
+		if under(c, writable) {
+			out = append(out, c)
+		}
 	}
-	out = append(out, "--", path)
-	return append(out, args[1:]...)
+	return out
+}
+
+// GitProtected returns the paths of root's repository that make git run
+// code, .git/hooks and .git/config: neither a confined command nor a file
+// tool may write them even though root is writable.
+func GitProtected(root string) []string {
+	return []string{filepath.Join(root, ".git", "hooks"), filepath.Join(root, ".git", "config")}
 }
 
 // defaultPath is searched when the environment has no PATH, as sh does.
@@ -284,7 +407,8 @@ func probeBwrap() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if out, err := exec.Command(p, "--ro-bind", "/", "/", "--dev", "/dev", "true").CombinedOutput(); err != nil {
+	args := bwrapArgs(bwrapPlan{dropCaps: os.Geteuid() == 0, path: "true", args: []string{"true"}})
+	if out, err := exec.Command(p, args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("probe bwrap: %w: %s", err, strings.TrimSpace(string(out)))
 	}
 	return p, nil

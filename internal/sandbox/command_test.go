@@ -16,20 +16,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// usableBackends lists the backends that can confine on this machine,
-// logging why the others cannot.
+// usableBackends lists the backends that can confine on this machine
+// with every guarantee, logging why the others cannot.
 func usableBackends(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	if abi := landlockABI(); abi >= 1 {
-		out = append(out, BackendLandlock)
-	} else {
-		t.Logf("landlock: the kernel offers no Landlock ABI")
-	}
-	if _, err := bwrapWorks(); err == nil {
-		out = append(out, BackendBwrap)
-	} else {
-		t.Logf("bwrap: %v", err)
+	for _, g := range Check() {
+		if g.Holds(false) {
+			out = append(out, g.Backend)
+		} else {
+			t.Logf("%v", g)
+		}
 	}
 	return out
 }
@@ -123,18 +120,19 @@ func TestNoConfinementRefused(t *testing.T) {
 		landlockABI: func() int { return 0 },
 		bwrap:       func() (string, error) { return "", errors.New("exec: \"bwrap\": not found") },
 		executable:  os.Executable,
+		namespaces:  func() error { return nil },
 	}
 	for _, mode := range []Mode{ReadOnly, Workspace} {
-		if b, err := none.available(mode); !errors.Is(err, ErrNoConfinement) {
+		if b, err := none.available(mode, false); !errors.Is(err, ErrNoConfinement) {
 			t.Errorf("available(%v) = %q, %v; want ErrNoConfinement", mode, b, err)
 		}
-		for _, backend := range []string{"", BackendLandlock, BackendBwrap} {
+		for _, backend := range append([]string{""}, Backends...) {
 			if _, err := none.command(t.Context(), Spec{Args: []string{"true"}, Mode: mode, Backend: backend}); !errors.Is(err, ErrNoConfinement) {
 				t.Errorf("command(%v, backend %q) = %v, want ErrNoConfinement", mode, backend, err)
 			}
 		}
 	}
-	if b, err := none.available(Unrestricted); b != "" || err != nil {
+	if b, err := none.available(Unrestricted, false); b != "" || err != nil {
 		t.Errorf("available(Unrestricted) = %q, %v", b, err)
 	}
 	cmd, err := none.command(t.Context(), Spec{Args: []string{"true"}, Mode: Unrestricted})
@@ -145,16 +143,38 @@ func TestNoConfinementRefused(t *testing.T) {
 		t.Errorf("unrestricted run: %v", err)
 	}
 
-	landlockOnly := probe{
-		landlockABI: func() int { return 4 },
-		bwrap:       none.bwrap,
-		executable:  os.Executable,
-	}
-	if b, err := landlockOnly.available(ReadOnly); b != BackendLandlock || err != nil {
+	landlockOnly := none
+	landlockOnly.landlockABI = func() int { return 7 }
+	if b, err := landlockOnly.available(ReadOnly, false); b != BackendLandlock || err != nil {
 		t.Errorf("available with landlock = %q, %v", b, err)
 	}
 	if _, err := landlockOnly.command(t.Context(), Spec{Args: []string{"true"}, Backend: BackendBwrap}); !errors.Is(err, ErrNoConfinement) {
 		t.Errorf("forced bwrap without bwrap: %v, want ErrNoConfinement", err)
+	}
+
+	// Landlock without namespaces cannot keep metadata or close the
+	// network: refused, with the reason, whatever the ABI.
+	noNS := landlockOnly
+	noNS.namespaces = func() error { return errors.New("user namespaces disabled") }
+	for _, network := range []bool{false, true} {
+		_, err := noNS.available(Workspace, network)
+		if !errors.Is(err, ErrNoConfinement) || !strings.Contains(err.Error(), "user namespaces disabled") {
+			t.Errorf("available without namespaces (network %v) = %v, want ErrNoConfinement naming the cause", network, err)
+		}
+	}
+	g := noNS.guarantees(BackendLandlock)
+	if !g.Writes || !g.Signals || !g.Secrets || g.Metadata || g.Network {
+		t.Errorf("guarantees without namespaces = %+v", g)
+	}
+	old := noNS
+	old.landlockABI = func() int { return 5 }
+	if g := old.guarantees(BackendLandlock); g.Signals {
+		t.Errorf("ABI 5 without a PID namespace claims signals: %+v", g)
+	}
+	withBwrap := noNS
+	withBwrap.bwrap = func() (string, error) { return "/usr/bin/bwrap", nil }
+	if b, err := withBwrap.available(Workspace, false); b != BackendBoth || err != nil {
+		t.Errorf("available with bwrap and Landlock but no namespaces = %q, %v; want %s", b, err, BackendBoth)
 	}
 }
 
@@ -172,13 +192,18 @@ func TestCancelKillsGroup(t *testing.T) {
 		t.Run(base.Mode.String()+"/"+base.Backend, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			spec := base
-			spec.Args = []string{"sh", "-c", "sleep 100 & echo $!; sleep 100"}
+			// The background sleep holds fd 3, the write end of a pipe: the
+			// read end sees EOF once every process holding it is dead,
+			// whatever PID namespace they ran in.
+			spec.Args = []string{"sh", "-c", "sleep 100 & echo started; sleep 100"}
 			spec.Env = []string{testPath}
 			spec.TempDir = canonTemp(t)
 			cmd, err := Command(ctx, spec)
 			if err != nil {
 				t.Fatal(err)
 			}
+			held, holder := mustPipe(t)
+			cmd.ExtraFiles = []*os.File{holder}
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -186,21 +211,46 @@ func TestCancelKillsGroup(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			line, err := bufio.NewReader(stdout).ReadString('\n')
-			if err != nil {
+			holder.Close()
+			if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
 				t.Fatal(err)
-			}
-			pid, err := strconv.Atoi(strings.TrimSpace(line))
-			if err != nil {
-				t.Fatalf("background pid %q: %v", line, err)
 			}
 			cancel()
 			if err := cmd.Wait(); err == nil {
 				t.Error("Wait after cancel = nil, want the kill")
 			}
 			assertGone(t, cmd.Process.Pid)
-			assertGone(t, pid)
+			assertClosed(t, held)
 		})
+	}
+}
+
+func mustPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+// assertClosed waits, on poll rather than a sleep, for every writer of r
+// to be gone; one still there after ten seconds survived the kill.
+func assertClosed(t *testing.T, r *os.File) {
+	t.Helper()
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(r.Fd()), Events: unix.POLLIN}}, 10_000)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll pipe: %v", err)
+		}
+		if n == 0 {
+			t.Fatal("a process holding the pipe survived the kill")
+		}
+		return
 	}
 }
 
@@ -288,9 +338,12 @@ func TestCommandEnv(t *testing.T) {
 }
 
 func TestBwrapArgs(t *testing.T) {
-	got := bwrapArgs([]string{"/ws", "/tmp/x"}, "/ws/sub", "/bin/sh", []string{"sh", "-c", "ls"})
-	want := []string{"--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
-		"--bind", "/ws", "/ws", "--bind", "/tmp/x", "/tmp/x", "--chdir", "/ws/sub", "--", "/bin/sh", "-c", "ls"}
+	got := bwrapArgs(bwrapPlan{writable: []string{"/ws", "/tmp/x"}, protected: []string{"/ws/.git/hooks"},
+		sockets: []string{"/run/s.sock"}, dir: "/ws/sub", path: "/bin/sh", args: []string{"sh", "-c", "ls"}})
+	want := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--bind", "/ws", "/ws", "--bind", "/tmp/x", "/tmp/x", "--ro-bind", "/ws/.git/hooks", "/ws/.git/hooks",
+		"--ro-bind-try", "/dev/null", "/run/s.sock", "--chdir", "/ws/sub", "--", "/bin/sh", "-c", "ls"}
 	if !slices.Equal(got, want) {
 		t.Errorf("bwrapArgs = %q\nwant %q", got, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,17 +25,32 @@ func RunHelperIfRequested() {
 	os.Exit(126)
 }
 
-// runHelper confines this thread and executes the command from it. A
-// Landlock domain binds the thread that restricts itself; execve keeps
-// only the calling thread, so the command starts wholly confined without
-// having to restrict the runtime's other threads.
+// runHelper confines this process and executes the command. In
+// namespaces of its own (Mount) it first binds the tree read-only, brings
+// the loopback up and, as root, drops the capabilities that could undo
+// that; then Landlock confines writes, TCP, signals and abstract sockets.
 func runHelper(specJSON string, args []string) error {
 	runtime.LockOSThread()
 	var hs helperSpec
 	if err := json.Unmarshal([]byte(specJSON), &hs); err != nil {
 		return fmt.Errorf("read spec: %w", err)
 	}
-	if err := restrictThread(hs.Writable); err != nil {
+	if hs.Mount {
+		if err := mountConfined(hs); err != nil {
+			return err
+		}
+		if !hs.Network {
+			if err := loopbackUp(); err != nil {
+				return err
+			}
+		}
+		if os.Geteuid() == 0 {
+			if err := dropCaps(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := restrict(hs.Writable, hs.Network); err != nil {
 		return err
 	}
 	if err := syscall.Exec(hs.Path, args, os.Environ()); err != nil {
@@ -52,22 +68,33 @@ func landlockABI() int {
 	return int(v)
 }
 
+// LandlockABI returns the kernel's Landlock ABI version, 0 without one.
+func LandlockABI() int { return landlockABI() }
+
 // devFiles and devDirs are the devices every shell expects to write.
 var (
 	devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"}
-	devDirs  = []string{"/dev/pts"}
+	devDirs  = []string{"/dev/pts", "/dev/shm"}
 )
 
-// restrictThread confines this process (and what it executes) to write
-// only beneath writable and to the common devices, reading everywhere,
-// through go-landlock at the best ABI the kernel offers. The caller has
-// checked that the kernel offers one: BestEffort is used only to pick the
-// ABI, never to run unconfined.
-func restrictThread(writable []string) error {
+// restrict confines this process (and what it executes) to write only
+// beneath writable and to the common devices, reading everywhere; with
+// the network closed, to no TCP bind or connect (ABI 4) and no abstract
+// socket outside (ABI 6); and always to signal only its own domain (ABI
+// 6). The caller has checked that the kernel offers Landlock: BestEffort
+// only picks what the ABI offers, never runs unconfined.
+func restrict(writable []string, network bool) error {
 	if landlockABI() < 1 {
 		return fmt.Errorf("restrict: landlock: %w", ErrNoConfinement)
 	}
-	err := landlock.V7.BestEffort().RestrictPaths(
+	cfg := landlock.V7
+	cfg.Scoped = ll.ScopeSignal
+	if network {
+		cfg.HandledAccessNet = 0
+	} else {
+		cfg.Scoped |= ll.ScopeAbstractUnixSocket
+	}
+	err := cfg.BestEffort().Restrict(
 		landlock.RODirs("/"),
 		landlock.RWDirs(writable...).IgnoreIfMissing(),
 		landlock.RWFiles(devFiles...).IgnoreIfMissing(),

@@ -19,7 +19,22 @@ func RunHelperIfRequested() {}
 
 func landlockABI() int { return 0 }
 
-func setGroup(cmd *exec.Cmd, waitDelay time.Duration) { cmd.WaitDelay = waitDelay }
+type nsKind int
+
+const (
+	nsNone nsKind = iota
+	nsAll
+	nsNoNet
+)
+
+func setGroup(cmd *exec.Cmd, waitDelay time.Duration, ns nsKind) { cmd.WaitDelay = waitDelay }
+
+func probeNamespaces() error { return errors.New("namespaces need Linux") }
+
+func outsideSockets(writable []string) []string { return nil }
+
+// LandlockABI returns 0: Landlock is Linux-only.
+func LandlockABI() int { return 0 }
 
 func killGroup(pid int) error {
 	p, err := os.FindProcess(pid)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -250,7 +251,10 @@ func TestTimeoutKillsGroup(t *testing.T) {
 	for _, level := range levels {
 		t.Run(level.String(), func(t *testing.T) {
 			ws, _ := dirs(t)
-			fifo := ws + "/pid"
+			// The background sleep holds a FIFO open for writing: its read
+			// end sees EOF once the sleep is dead, in whatever PID namespace
+			// it ran.
+			fifo := ws + "/hold"
 			if err := unix.Mkfifo(fifo, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -264,19 +268,16 @@ func TestTimeoutKillsGroup(t *testing.T) {
 			done := make(chan out, 1)
 			go func() {
 				res, text, st := call(t, sh, level, ws, map[string]any{
-					"command": "sleep 100 & echo $! > pid; sleep 100",
+					"command": "sleep 100 > hold & sleep 100",
 					"timeout": 7,
 				})
 				done <- out{text, st, res}
 			}()
-			b, err := os.ReadFile(fifo) // returns once the command wrote the pid
+			held, err := os.Open(fifo) // returns once the sleep holds it
 			if err != nil {
 				t.Fatal(err)
 			}
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			defer held.Close()
 			if d := <-ft.d; d != 7*time.Second {
 				t.Errorf("timeout = %v, want 7s", d)
 			}
@@ -285,7 +286,10 @@ func TestTimeoutKillsGroup(t *testing.T) {
 			if !o.st.TimedOut || !o.res.IsError || !strings.HasPrefix(o.text, "Timed out after 7s") {
 				t.Errorf("result: %s (state %+v)", o.text, o.st)
 			}
-			assertGone(t, pid)
+			// ReadAll returns at EOF: every writer, the sleep, is gone.
+			if _, err := io.ReadAll(held); err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }

@@ -1,0 +1,53 @@
+package sandbox
+
+// bwrapArgs confines with bubblewrap: new PID (with its own /proc) and,
+// unless the network is open, network namespaces; the whole tree bound
+// read-only with a private /dev; the writable paths bound read-write over
+// it, the protected ones read-only again over those, and every outside
+// Unix socket masked with /dev/null. inner, when given, is run between
+// bwrap and the command (the Landlock helper of the combined backend).
+func bwrapArgs(p bwrapPlan) []string {
+	out := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc"}
+	if !p.network {
+		out = append(out, "--unshare-net")
+	}
+	if p.dropCaps {
+		// As root bwrap keeps every capability: keep those a root shell
+		// needs for files, drop the ones that could undo the namespaces
+		// (CAP_SYS_ADMIN remounts), reach the host or the kernel.
+		out = append(out, "--cap-drop", "ALL")
+		for _, c := range rootCaps {
+			out = append(out, "--cap-add", c)
+		}
+	}
+	out = append(out, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	for _, w := range p.writable {
+		out = append(out, "--bind", w, w)
+	}
+	for _, r := range p.protected {
+		out = append(out, "--ro-bind", r, r)
+	}
+	for _, s := range p.sockets {
+		out = append(out, "--ro-bind-try", "/dev/null", s)
+	}
+	if p.dir != "" {
+		out = append(out, "--chdir", p.dir)
+	}
+	out = append(out, "--")
+	out = append(out, p.inner...)
+	out = append(out, p.path)
+	return append(out, p.args[1:]...)
+}
+
+// bwrapPlan is what bwrapArgs confines.
+type bwrapPlan struct {
+	writable, protected, sockets []string
+	network, dropCaps            bool
+	dir, path                    string
+	args                         []string
+	inner                        []string
+}
+
+// rootCaps are the capabilities a confined root command keeps: those that
+// let root act on files it may write, none that reach past the sandbox.
+var rootCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_SETGID", "CAP_SETUID", "CAP_KILL"}
