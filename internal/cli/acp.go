@@ -70,7 +70,7 @@ func runACP(ctx context.Context, g *globals, workspace, readable []string) error
 	levels := a.cfg.Permissions.Enabled
 	err = acp.Serve(ctx, g.stdin, g.stdout, acp.Options{
 		Host:                a.host,
-		Version:             Version,
+		Version:             version(),
 		Profiles:            names,
 		DefaultProfile:      g.profile,
 		Vision:              prof.Vision,

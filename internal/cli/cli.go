@@ -19,10 +19,6 @@ import (
 	"meka.dev/meka/internal/sandbox"
 )
 
-// Version is meka's version, set at build time with
-// -ldflags "-X meka.dev/meka/internal/cli.Version=v1.2.3".
-var Version = "dev"
-
 // exitError carries an exit status out of a subcommand.
 type exitError struct {
 	code int
@@ -55,6 +51,7 @@ type globals struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	now            func() time.Time // the wall clock; tests pin it
+	isTerminal     func() bool      // whether stdin is a person; nil: look at stdin
 }
 
 // Main runs meka with args (without the program name) and returns the
@@ -97,15 +94,45 @@ func newRoot(g *globals) *cobra.Command {
 		Short: "meka runs an AI model as an agent in your workspace, and holds it to what it said it would do",
 		Long: `meka runs an AI model as an agent that reads, edits and executes in a workspace.
 
-  meka --oneshot "fix the failing test"   one turn, reply on stdout
-  meka sessions list                      sessions in this directory
-  meka acp                                serve the Agent Client Protocol on stdio`,
-		Version:       Version,
+  meka                                    a new session in this directory; one line is one message
+  meka fix the failing test               the same, starting with that prompt (quotes optional)
+  meka --oneshot "fix the failing test"   one turn, reply on stdout (a new session, or -c/-r's)
+  meka -c | meka -r ID                    continue this directory's latest session | resume one
+  meka sessions list                      sessions in this directory (--all: every directory)
+  meka acp                                serve the Agent Client Protocol on stdio, for editors
+
+A first word that looks like a mistyped command is refused rather than sent to
+the model; meka -- WORDS sends the words as a prompt whatever they are.
+
+Environment:
+  OPENAI_API_KEY, OPENAI_BASE_URL        with no config file, an OpenAI profile (--provider openai)
+  ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL  with no config file, an Anthropic profile (--provider anthropic)
+  MEKA_MODEL                             the model of those two profiles
+  MEKA_CONFIG                            the config file (default $XDG_CONFIG_HOME/meka/config.toml,
+                                         else ~/.config/meka/config.toml); keys: docs/config.md
+  MEKA_DATA_DIR                          sessions and jobs (default $XDG_DATA_HOME/meka,
+                                         else ~/.local/share/meka)
+  TZ                                     the zone schedules are read in, unless [schedule] timezone
+
+Exit status:
+  0    done; the terminal exits 0 when its input ends, whatever its turns did
+  1    the provider or meka failed, or the session to continue or resume does not exist
+  2    bad flags, arguments or configuration (an unknown command, a profile whose
+       API key variable is empty)
+  3    --oneshot only: the turn stopped short (max_tokens, refusal, a limit, an unfinished plan)
+  130  cancelled with Ctrl+C`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseMistake(cmd, args); err != nil {
+				return err
+			}
 			if provider != "" {
+				if !config.IsEnvProvider(provider) {
+					return usageError("--provider %q: want openai or anthropic (--profile picks a configured profile)", provider)
+				}
 				if g.profile != "" && g.profile != provider {
 					return usageError("--provider and --profile name different profiles (%q, %q)", provider, g.profile)
 				}
@@ -132,8 +159,9 @@ func newRoot(g *globals) *cobra.Command {
 	lf.BoolVar(&oneshot, "oneshot", false, "run one turn and exit: in a new session, or the one -c or -r names")
 	lf.BoolVarP(&cont, "continue", "c", false, "continue the latest session in this directory")
 	lf.StringVarP(&resume, "resume", "r", "", "resume a session by id (any unique prefix)")
-	lf.StringVar(&provider, "provider", "", "same as --profile")
+	lf.StringVar(&provider, "provider", "", "openai or anthropic: that provider's profile from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), unless the config names a profile so")
 	root.SetVersionTemplate("meka {{.Version}}\n")
+	g.registerCompletions(root)
 
 	root.AddCommand(newSessionsCmd(g))
 	for _, c := range extraCommands {

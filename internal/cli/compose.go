@@ -68,6 +68,9 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		}
 		return nil, usageError("%v", err)
 	}
+	if err := g.checkKey(prof); err != nil {
+		return nil, usageError("%v", err)
+	}
 	if cfg.PlanFor(cfg.Profiles[prof.Name]) == config.PlanChecklist {
 		checklistNotice(g.stderr, cfg.Tools)
 	}
@@ -137,13 +140,13 @@ func (g *globals) provider(p config.Profile) (model.Provider, error) {
 	if p.APIKeyEnv != "" {
 		key = g.getenv(p.APIKeyEnv)
 	}
+	if err := g.checkKey(p); err != nil {
+		return nil, err
+	}
 	switch p.Provider {
 	case config.ProviderOpenAI:
 		return openai.New(openai.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens}), nil
 	case config.ProviderAnthropic:
-		if key == "" {
-			return nil, fmt.Errorf("the API key variable %s is empty", p.APIKeyEnv)
-		}
 		return anthropic.New(anthropic.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens}), nil
 	case config.ProviderScript:
 		s, err := script.Load(p.Script)
@@ -153,6 +156,15 @@ func (g *globals) provider(p config.Profile) (model.Provider, error) {
 		return script.New(s), nil
 	}
 	return nil, fmt.Errorf("unknown provider %q", p.Provider)
+}
+
+// checkKey refuses a profile that needs an API key whose variable is
+// empty: a configuration problem, found before anything is written.
+func (g *globals) checkKey(p config.Profile) error {
+	if p.NeedsKey() && g.getenv(p.APIKeyEnv) == "" {
+		return fmt.Errorf("profile %s: the API key variable %s is empty; export %s=... or name another variable in api_key_env", p.Name, p.APIKeyEnv, p.APIKeyEnv)
+	}
+	return nil
 }
 
 // cwd returns the working directory meka was started in.

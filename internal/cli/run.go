@@ -9,6 +9,7 @@ import (
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/oneshot"
+	"meka.dev/meka/session"
 )
 
 // runOneshot runs one turn and exits: in a new session, or in the one
@@ -48,6 +49,9 @@ func openSession(ctx context.Context, g *globals, a *app, cont bool, resume stri
 		s, err = a.host.Open(ctx, resume)
 	case cont:
 		s, err = a.host.Latest(ctx, dir)
+		if errors.Is(err, session.ErrNotFound) {
+			return nil, &exitError{code: 1, err: fmt.Errorf("no session in %s; start one with meka", dir)}
+		}
 	default:
 		s, err = a.host.Create(ctx, host.CreateOptions{Cwd: dir, Profile: g.profile, Project: g.project})
 	}

@@ -33,7 +33,11 @@ func newScheduleCmd(g *globals) *cobra.Command {
 		Use:   "schedule",
 		Short: "list, inspect and cancel scheduled jobs; check what a schedule means",
 		Long: `Jobs are turns the agent scheduled for itself (schedule_create). They live in
-the database and fire while a long-lived meka (meka acp) holds their session.
+the database and fire only while a meka that keeps running holds their session
+open: the terminal (meka, meka -c, meka -r ID) and meka acp. meka --oneshot and
+these commands never fire a job. A job that came due meanwhile fires once when
+such a meka next holds its session (a one-shot job only within [schedule]
+missed_grace).
 
   meka schedule list                  every session's jobs
   meka schedule list --session 0b5c   one session's, by id or unique prefix
@@ -54,6 +58,7 @@ the database and fire while a long-lived meka (meka acp) holds their session.
 		},
 	}
 	list.Flags().StringVar(&sessionID, "session", "", "only this session's jobs (id or unique prefix)")
+	_ = list.RegisterFlagCompletionFunc("session", g.completeSessionFlag)
 
 	show := &cobra.Command{
 		Use:   "show ID",

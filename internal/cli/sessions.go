@@ -19,7 +19,7 @@ import (
 )
 
 func newSessionsCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "sessions", Short: "list and inspect stored sessions"}
+	cmd := &cobra.Command{Use: "sessions", Short: "list, inspect, fork and rewind stored sessions"}
 
 	var dir, cursor, children string
 	var all, asJSON bool
@@ -58,7 +58,15 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				return &exitError{code: 1, err: err}
 			}
 			if asJSON {
-				return writeJSON(g.stdout, page)
+				return writeJSON(g.stdout, sessionList{Sessions: append([]session.Meta{}, page.Sessions...), Next: page.Next})
+			}
+			if len(page.Sessions) == 0 && cursor == "" {
+				if all {
+					fmt.Fprintln(g.stdout, "no sessions yet; start one with meka")
+				} else {
+					fmt.Fprintf(g.stdout, "no sessions in %s; meka sessions list --all lists every directory's\n", opts.Cwd)
+				}
+				return nil
 			}
 			printSessions(g.stdout, page)
 			return nil
@@ -81,8 +89,16 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print the rows as JSON, one per line")
-	cmd.AddCommand(list, show)
+	show.ValidArgsFunction = g.completeSessionIDs
+	cmd.AddCommand(list, show, newForkCmd(g), newRewindCmd(g))
 	return cmd
+}
+
+// sessionList is what sessions list --json prints: session.Page with the
+// keys in snake_case like the sessions'.
+type sessionList struct {
+	Sessions []session.Meta `json:"sessions"`
+	Next     string         `json:"next,omitempty"`
 }
 
 func printSessions(w io.Writer, page session.Page) {

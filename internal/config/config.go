@@ -307,10 +307,16 @@ func (c *Config) Profile(name string) (Profile, error) {
 	return p, nil
 }
 
-// ResolveProfile is Profile with the zero-config fallback: when the
-// configuration has no profiles, the provider key in the environment read
-// through getenv supplies the profile "default" (see ZeroConfigProfile).
+// ResolveProfile is Profile with the environment's profiles: a name that
+// no configured profile has but that names a provider ("openai",
+// "anthropic") is that provider's profile from the environment (see
+// EnvProfile), and when the configuration has no profiles, the provider key
+// in the environment read through getenv supplies the profile "default"
+// (see ZeroConfigProfile).
 func (c *Config) ResolveProfile(name string, getenv func(string) string) (Profile, error) {
+	if _, ok := c.Profiles[name]; !ok && IsEnvProvider(name) {
+		return EnvProfile(Provider(name), getenv), nil
+	}
 	if len(c.Profiles) > 0 {
 		return c.Profile(name)
 	}
@@ -319,9 +325,22 @@ func (c *Config) ResolveProfile(name string, getenv func(string) string) (Profil
 		return Profile{}, ErrNoProfile
 	}
 	if name != "" && name != p.Name {
-		return Profile{}, fmt.Errorf("%w %q (have %s, from the environment)", ErrUnknownProfile, name, p.Name)
+		return Profile{}, fmt.Errorf("%w %q (have %s, from the environment; openai and anthropic name the providers' own)", ErrUnknownProfile, name, p.Name)
 	}
 	return p, nil
+}
+
+// NeedsKey reports whether the profile cannot work without an API key:
+// Anthropic always, OpenAI at its own endpoint. A local OpenAI-compatible
+// server (a base_url) may take none.
+func (p Profile) NeedsKey() bool {
+	switch p.Provider {
+	case ProviderAnthropic:
+		return true
+	case ProviderOpenAI:
+		return p.BaseURL == ""
+	}
+	return false
 }
 
 // PlanFor returns the plan dialect of sessions on profile p: p's own, else

@@ -7,31 +7,44 @@ import "path/filepath"
 // OPENAI_BASE_URL) or else ANTHROPIC_API_KEY (with ANTHROPIC_BASE_URL), and
 // MEKA_MODEL for either. ok is false when neither key is set.
 func ZeroConfigProfile(getenv func(string) string) (p Profile, ok bool) {
-	for _, z := range []struct {
-		provider Provider
-		baseURL  string
-	}{
-		{ProviderOpenAI, "OPENAI_BASE_URL"},
-		{ProviderAnthropic, "ANTHROPIC_BASE_URL"},
-	} {
-		keyEnv := DefaultKeyEnv(z.provider)
-		if getenv(keyEnv) == "" {
+	for _, prov := range []Provider{ProviderOpenAI, ProviderAnthropic} {
+		if getenv(DefaultKeyEnv(prov)) == "" {
 			continue
 		}
-		model := getenv("MEKA_MODEL")
-		if model == "" {
-			model = DefaultModel(z.provider)
-		}
-		return Profile{
-			Name:      "default",
-			Provider:  z.provider,
-			Model:     model,
-			BaseURL:   getenv(z.baseURL),
-			APIKeyEnv: keyEnv,
-			Vision:    true,
-		}, true
+		p = EnvProfile(prov, getenv)
+		p.Name = "default"
+		return p, true
 	}
 	return Profile{}, false
+}
+
+// IsEnvProvider reports whether name is a provider EnvProfile knows:
+// "openai" or "anthropic".
+func IsEnvProvider(name string) bool {
+	return name == string(ProviderOpenAI) || name == string(ProviderAnthropic)
+}
+
+// EnvProfile builds the profile named after provider p from the
+// environment, read through getenv: the key in DefaultKeyEnv(p), the base
+// URL in OPENAI_BASE_URL or ANTHROPIC_BASE_URL, the model in MEKA_MODEL.
+// The key may be empty; Profile.NeedsKey says whether that is a problem.
+func EnvProfile(p Provider, getenv func(string) string) Profile {
+	baseURL := "OPENAI_BASE_URL"
+	if p == ProviderAnthropic {
+		baseURL = "ANTHROPIC_BASE_URL"
+	}
+	model := getenv("MEKA_MODEL")
+	if model == "" {
+		model = DefaultModel(p)
+	}
+	return Profile{
+		Name:      string(p),
+		Provider:  p,
+		Model:     model,
+		BaseURL:   getenv(baseURL),
+		APIKeyEnv: DefaultKeyEnv(p),
+		Vision:    true,
+	}
 }
 
 // NoProfileHelp is the text to print beside ErrNoProfile: the two ways to

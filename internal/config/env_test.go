@@ -89,3 +89,40 @@ func TestPaths(t *testing.T) {
 		}
 	}
 }
+
+// A provider's name resolves to its profile from the environment unless a
+// configured profile has that name.
+func TestResolveEnvProvider(t *testing.T) {
+	env := mapEnv{"OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "ANTHROPIC_BASE_URL": "https://proxy"}
+	c := Default()
+	p, err := c.ResolveProfile("anthropic", env.get)
+	want := Profile{Name: "anthropic", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", BaseURL: "https://proxy", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true}
+	if err != nil || p != want {
+		t.Fatalf("ResolveProfile(anthropic) = %+v, %v", p, err)
+	}
+	c.Profiles["mine"] = Profile{Name: "mine", Provider: ProviderScript}
+	if p, err := c.ResolveProfile("openai", env.get); err != nil || p.Provider != ProviderOpenAI || p.Name != "openai" {
+		t.Fatalf("with profiles configured: %+v, %v", p, err)
+	}
+	c.Profiles["openai"] = Profile{Name: "openai", Provider: ProviderOpenAI, Model: "local", BaseURL: "http://127.0.0.1:1/v1"}
+	if p, err := c.ResolveProfile("openai", env.get); err != nil || p.Model != "local" {
+		t.Fatalf("a configured profile named openai: %+v, %v", p, err)
+	}
+}
+
+func TestNeedsKey(t *testing.T) {
+	for _, tc := range []struct {
+		p    Profile
+		want bool
+	}{
+		{Profile{Provider: ProviderAnthropic}, true},
+		{Profile{Provider: ProviderAnthropic, BaseURL: "https://proxy"}, true},
+		{Profile{Provider: ProviderOpenAI}, true},
+		{Profile{Provider: ProviderOpenAI, BaseURL: "http://127.0.0.1:11434/v1"}, false},
+		{Profile{Provider: ProviderScript}, false},
+	} {
+		if got := tc.p.NeedsKey(); got != tc.want {
+			t.Errorf("%+v.NeedsKey() = %v", tc.p, got)
+		}
+	}
+}
