@@ -1,7 +1,9 @@
 package model
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -58,4 +60,25 @@ func IsConnError(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
 		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// HTTPClient returns a client whose connecting (dialing and the TLS
+// handshake) is bounded by connect; 0 means no bound beyond the system's.
+// A dial that runs out fails with a *TimeoutError naming connect_timeout,
+// still a connection error (IsConnError) and so retried.
+func HTTPClient(connect time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if connect > 0 {
+		d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			var ne net.Error
+			if err != nil && errors.As(err, &ne) && ne.Timeout() {
+				return nil, fmt.Errorf("%w: %w", &TimeoutError{Wait: "connect_timeout", After: connect}, err)
+			}
+			return c, err
+		}
+		tr.TLSHandshakeTimeout = connect
+	}
+	return &http.Client{Transport: tr}
 }

@@ -143,11 +143,15 @@ func (g *globals) provider(p config.Profile) (model.Provider, error) {
 	if err := g.checkKey(p); err != nil {
 		return nil, err
 	}
+	hc := model.HTTPClient(p.ConnectTimeout)
+	waits := model.Timeouts{FirstToken: p.FirstTokenTimeout, StreamIdle: p.StreamIdleTimeout}
 	switch p.Provider {
 	case config.ProviderOpenAI:
-		return openai.New(openai.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens}), nil
+		return openai.New(openai.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
+			HTTPClient: hc, Timeouts: waits}), nil
 	case config.ProviderAnthropic:
-		return anthropic.New(anthropic.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens}), nil
+		return anthropic.New(anthropic.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
+			HTTPClient: hc, Timeouts: waits}), nil
 	case config.ProviderScript:
 		s, err := script.Load(p.Script)
 		if err != nil {

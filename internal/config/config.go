@@ -106,6 +106,25 @@ type Profile struct {
 	// ReasoningEffort is passed to the provider as is; empty means its
 	// default. Which tiers a model accepts is the provider's business.
 	ReasoningEffort string
+	// ConnectTimeout, FirstTokenTimeout and StreamIdleTimeout bound the
+	// waits for the provider: connecting, the first streamed event of a
+	// reply, and the gap between two events. 0 means no bound.
+	ConnectTimeout    time.Duration
+	FirstTokenTimeout time.Duration
+	StreamIdleTimeout time.Duration
+}
+
+// Default waits for a provider, as a profile gets them unless it says.
+const (
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultFirstTokenTimeout = 120 * time.Second
+	DefaultStreamIdleTimeout = 120 * time.Second
+)
+
+// newProfile is a profile with every default a file may override.
+func newProfile(name string) Profile {
+	return Profile{Name: name, Vision: true, ConnectTimeout: DefaultConnectTimeout,
+		FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}
 }
 
 // Permissions is the [permissions] table.

@@ -72,6 +72,9 @@ max_request_bytes = 4000000
 vision = false
 plan = "update_plan"
 reasoning_effort = "high"
+connect_timeout = "3s"
+first_token_timeout = "5m"
+stream_idle_timeout = "90s"
 
 [profiles.claude]
 provider = "anthropic"
@@ -136,12 +139,15 @@ func TestParseFull(t *testing.T) {
 			Name: "local", Provider: ProviderOpenAI, Model: "qwen3-coder", BaseURL: "http://127.0.0.1:11434/v1",
 			APIKeyEnv: "LOCAL_KEY", ContextWindow: 131072, MaxOutputTokens: 8192, MaxRequestBytes: 4000000,
 			Vision: false, Plan: PlanUpdatePlan, ReasoningEffort: "high",
+			ConnectTimeout: 3 * time.Second, FirstTokenTimeout: 5 * time.Minute, StreamIdleTimeout: 90 * time.Second,
 		},
 		"claude": {
 			Name: "claude", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true,
+			ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout,
 		},
 		"replay": {
 			Name: "replay", Provider: ProviderScript, Script: filepath.Join("etc", "meka", "scripts", "turn.txt"), Vision: true,
+			ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout,
 		},
 	}
 	if !reflect.DeepEqual(c.Profiles, wantProfiles) {

@@ -116,7 +116,7 @@ func (c *converter) profile(file, name string, fp fileProfile) (Profile, bool) {
 	if err := checkName(name); err != "" {
 		c.fail(keyPath("profiles", name), nil, "profile name %s", err)
 	}
-	p := Profile{Name: name, Vision: true}
+	p := newProfile(name)
 	if fp.Provider == nil {
 		c.fail(keyPath("profiles", name), nil, "missing provider (want openai, anthropic or script)")
 	} else {
@@ -171,6 +171,9 @@ func (c *converter) profile(file, name string, fp fileProfile) (Profile, bool) {
 		p.Plan = c.plan(key("plan"), *fp.Plan)
 	}
 	setString(&p.ReasoningEffort, fp.ReasoningEffort)
+	c.duration(&p.ConnectTimeout, key("connect_timeout"), fp.ConnectTimeout)
+	c.duration(&p.FirstTokenTimeout, key("first_token_timeout"), fp.FirstTokenTimeout)
+	c.duration(&p.StreamIdleTimeout, key("stream_idle_timeout"), fp.StreamIdleTimeout)
 	return p, len(c.errs) == n
 }
 

@@ -37,14 +37,9 @@ func EnvProfile(p Provider, getenv func(string) string) Profile {
 	if model == "" {
 		model = DefaultModel(p)
 	}
-	return Profile{
-		Name:      string(p),
-		Provider:  p,
-		Model:     model,
-		BaseURL:   getenv(baseURL),
-		APIKeyEnv: DefaultKeyEnv(p),
-		Vision:    true,
-	}
+	prof := newProfile(string(p))
+	prof.Provider, prof.Model, prof.BaseURL, prof.APIKeyEnv = p, model, getenv(baseURL), DefaultKeyEnv(p)
+	return prof
 }
 
 // NoProfileHelp is the text to print beside ErrNoProfile: the two ways to

@@ -18,15 +18,15 @@ func TestZeroConfigProfile(t *testing.T) {
 	}{
 		{"nothing", mapEnv{"MEKA_MODEL": "x"}, Profile{}, false},
 		{"openai", mapEnv{"OPENAI_API_KEY": "k"},
-			Profile{Name: "default", Provider: ProviderOpenAI, Model: "gpt-4.1", APIKeyEnv: "OPENAI_API_KEY", Vision: true}, true},
+			Profile{Name: "default", Provider: ProviderOpenAI, Model: "gpt-4.1", APIKeyEnv: "OPENAI_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 		{"openai with url and model", mapEnv{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "MEKA_MODEL": "qwen"},
-			Profile{Name: "default", Provider: ProviderOpenAI, Model: "qwen", BaseURL: "http://127.0.0.1:8080/v1", APIKeyEnv: "OPENAI_API_KEY", Vision: true}, true},
+			Profile{Name: "default", Provider: ProviderOpenAI, Model: "qwen", BaseURL: "http://127.0.0.1:8080/v1", APIKeyEnv: "OPENAI_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 		{"anthropic", mapEnv{"ANTHROPIC_API_KEY": "k", "OPENAI_BASE_URL": "ignored"},
-			Profile{Name: "default", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true}, true},
+			Profile{Name: "default", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 		{"anthropic with url and model", mapEnv{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "https://proxy", "MEKA_MODEL": "claude-opus-4-1"},
-			Profile{Name: "default", Provider: ProviderAnthropic, Model: "claude-opus-4-1", BaseURL: "https://proxy", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true}, true},
+			Profile{Name: "default", Provider: ProviderAnthropic, Model: "claude-opus-4-1", BaseURL: "https://proxy", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 		{"both: openai first", mapEnv{"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"},
-			Profile{Name: "default", Provider: ProviderOpenAI, Model: "gpt-4.1", APIKeyEnv: "OPENAI_API_KEY", Vision: true}, true},
+			Profile{Name: "default", Provider: ProviderOpenAI, Model: "gpt-4.1", APIKeyEnv: "OPENAI_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 	}
 	for _, tt := range tests {
 		p, ok := ZeroConfigProfile(tt.env.get)
@@ -96,7 +96,8 @@ func TestResolveEnvProvider(t *testing.T) {
 	env := mapEnv{"OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "ANTHROPIC_BASE_URL": "https://proxy"}
 	c := Default()
 	p, err := c.ResolveProfile("anthropic", env.get)
-	want := Profile{Name: "anthropic", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", BaseURL: "https://proxy", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true}
+	want := Profile{Name: "anthropic", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", BaseURL: "https://proxy", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true,
+		ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}
 	if err != nil || p != want {
 		t.Fatalf("ResolveProfile(anthropic) = %+v, %v", p, err)
 	}

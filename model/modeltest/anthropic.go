@@ -188,6 +188,9 @@ func (anthropicWire) writeStream(w http.ResponseWriter, r *script.Round, req *re
 		}
 		send(anEvent{Type: "content_block_stop", Index: &i})
 	}
+	if req.stallEnd() {
+		return
+	}
 	send(anEvent{
 		Type:  "message_delta",
 		Delta: anMessageDelta{StopReason: r.StopReason()},

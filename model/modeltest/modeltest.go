@@ -88,6 +88,19 @@ type request struct {
 	} `json:"stream_options"`
 	// seq numbers the round, for ids and signatures.
 	seq int
+	// hang, when set, is waited on where the stream would end: a stalled
+	// stream sends its content and then nothing.
+	hang <-chan struct{}
+}
+
+// stallEnd hangs a stalled stream until the client gives up; it reports
+// whether the stream should stop there.
+func (r *request) stallEnd() bool {
+	if r.hang == nil {
+		return false
+	}
+	<-r.hang
+	return true
 }
 
 // ServeHTTP answers one request with the next round, in the wire format
@@ -129,6 +142,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Model = "modeltest"
 	}
 	switch {
+	case round.Stall == script.StallResponse:
+		<-r.Context().Done()
+	case round.Stall == script.StallStream && req.Stream:
+		req.hang = r.Context().Done()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		wf.writeStream(w, &round, &req)
 	case round.Error != nil && round.Error.Status == 0:
 		// Drop the connection without an answer: the client sees it reset.
 		panic(http.ErrAbortHandler)

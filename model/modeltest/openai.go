@@ -154,6 +154,9 @@ func (openAIWire) writeStream(w http.ResponseWriter, r *script.Round, req *reque
 			chunk(&oaMessage{ToolCalls: []oaToolCall{{Index: &i, Function: oaFunction{Arguments: piece}}}}, nil)
 		}
 	}
+	if req.stallEnd() {
+		return
+	}
 	finish := openAIFinish[r.StopReason()]
 	chunk(&oaMessage{}, &finish)
 	if includeUsage {

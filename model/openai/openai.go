@@ -51,6 +51,9 @@ type Options struct {
 	// Retry bounds the retries of a call that failed before its first
 	// event; the SDK's own retries are off.
 	Retry model.Retry
+	// Timeouts bound the waits for a reply (a whole, unstreamed reply is
+	// its first token); connecting is bounded by HTTPClient's dialer.
+	Timeouts model.Timeouts
 	// NoStream asks for the whole response at once, for servers that do
 	// not stream tool calls. Stream still yields deltas, all at the end.
 	NoStream bool
@@ -115,7 +118,7 @@ func (c *Client) Stream(ctx context.Context, req *model.Request) iter.Seq2[model
 			yield(nil, err)
 			return
 		}
-		c.opts.Retry.Stream(ctx, Name, func(emit func(model.Event) bool) error {
+		c.opts.Retry.Stream(ctx, Name, c.opts.Timeouts, func(ctx context.Context, emit func(model.Event) bool) error {
 			if c.opts.NoStream {
 				return c.whole(ctx, params, emit)
 			}

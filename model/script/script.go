@@ -60,7 +60,17 @@ type Round struct {
 	Stop             model.StopReason `json:"stop,omitempty"`
 	Usage            model.Usage      `json:"usage"`
 	Error            *Error           `json:"error,omitempty"`
+	// Stall makes a server hang, for testing timeouts: "response" sends
+	// nothing at all, "stream" sends the headers and the first event and
+	// then nothing more. Either hangs until the client gives up.
+	Stall string `json:"stall,omitempty"`
 }
+
+// Stall values.
+const (
+	StallResponse = "response"
+	StallStream   = "stream"
+)
 
 // ToolCall is a scripted tool call.
 type ToolCall struct {
@@ -126,6 +136,11 @@ func (r Round) validate() error {
 	case "", model.StopEndTurn, model.StopToolUse, model.StopMaxTokens, model.StopRefusal:
 	default:
 		return fmt.Errorf("unknown stop %q", r.Stop)
+	}
+	switch r.Stall {
+	case "", StallResponse, StallStream:
+	default:
+		return fmt.Errorf("unknown stall %q (response or stream)", r.Stall)
 	}
 	for j, c := range r.ToolCalls {
 		if c.Name == "" {
