@@ -1,14 +1,18 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+
+	"github.com/charmbracelet/x/term"
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/oneshot"
+	"meka.dev/meka/internal/repl"
+	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 )
 
@@ -61,10 +65,12 @@ func openSession(ctx context.Context, g *globals, a *app, cont bool, resume stri
 	return s, nil
 }
 
-// runInteractive is the line-oriented terminal: each line read from stdin
-// is a turn of one session (new, continued or resumed). A new session is
-// created only once its first line is accepted, so input refused before
-// that leaves nothing behind.
+// runInteractive is `meka` in a terminal: the screen on one session
+// (new, continued or resumed), or line mode when stdin or stdout is not a
+// terminal. A new session is created only once its first message is
+// accepted, so quitting before that leaves nothing behind. The host runs
+// the scheduler for the session it holds, so its jobs fire here. Quitting
+// releases the session and says how to resume it.
 func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, resume string) error {
 	a, err := g.newApp(ctx)
 	if err != nil {
@@ -72,61 +78,112 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 	}
 	defer a.close(context.WithoutCancel(ctx))
 	// A standing terminal is a long-lived host: jobs its session set fire.
+	// The scheduler stops before the host closes (defers run last first).
 	defer a.startScheduler(ctx)()
-	var s *host.Session
-	open := func() error {
-		if s != nil {
-			return nil
-		}
-		if s, err = openSession(ctx, g, a, cont, resume); err != nil {
-			return err
-		}
-		fmt.Fprintf(g.stderr, "meka session %s (%s, %s). One line is one message; Ctrl+D ends.\n", s.ID(), s.Profile().Name, s.Level())
-		return nil
+
+	tty := g.terminal()
+	opts := repl.Options{
+		In: g.stdin, Out: g.stdout, Err: g.stderr,
+		Color:       tty.color,
+		Plain:       !tty.ok,
+		Levels:      a.cfg.Permissions.Enabled,
+		Now:         g.now,
+		FirstPrompt: prompt,
+		MaxLine:     maxLine,
 	}
+	if a.sched != nil {
+		opts.Schedules = a.sched.sched
+	}
+	var s repl.Session
 	if cont || resume != "" {
-		if err := open(); err != nil {
+		hs, err := openSession(ctx, g, a, cont, resume)
+		if err != nil {
 			return err
+		}
+		s = repl.Hosted(a.host, hs)
+		if opts.Plain {
+			fmt.Fprintf(g.stderr, "meka session %s (%s, %s). One line is one message; end of input ends.\n", hs.ID(), hs.Profile().Name, hs.Level())
+		} else {
+			// Printed before the program starts: nothing may print before
+			// its first frame.
+			repl.History(g.stdout, hs.Engine().Rows(), historyRows, max(tty.width, 20), tty.color)
 		}
 	} else {
-		fmt.Fprintln(g.stderr, "meka: a new session starts with your first message. One line is one message; Ctrl+D ends.")
-	}
-	opts := oneshot.Options{Stdout: g.stdout, Stderr: g.stderr, Plan: renderPlan, Verbose: g.verbose > 0}
-	turn := func(line string) error {
-		if err := open(); err != nil {
+		level, err := g.fallbackLevel(a.cfg)
+		if err != nil {
 			return err
 		}
-		oneshot.Run(ctx, s, line, opts)
-		if ctx.Err() != nil {
-			// Ended by a signal: the turn was cancelled and recorded.
-			return &exitError{code: oneshot.ExitCanceled}
+		prof, err := a.cfg.ResolveProfile(g.profile, g.getenv)
+		if err != nil {
+			return usageError("%v", err)
 		}
-		return nil
-	}
-	if strings.TrimSpace(prompt) != "" {
-		if err := turn(prompt); err != nil {
-			return err
-		}
-	}
-	sc := bufio.NewScanner(g.stdin)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	for {
-		fmt.Fprint(g.stderr, "> ")
-		if !sc.Scan() {
-			fmt.Fprintln(g.stderr)
-			if errors.Is(sc.Err(), bufio.ErrTooLong) {
-				return usageError("a line of input is over %d MiB; attach large text as a file instead", maxLine>>20)
+		s = repl.Unopened(prof.Name, level, func(ctx context.Context, level permission.Level) (repl.Session, error) {
+			dir, err := cwd()
+			if err != nil {
+				return nil, err
 			}
-			return sc.Err()
-		}
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		if err := turn(line); err != nil {
-			return err
+			hs, err := a.host.Create(ctx, host.CreateOptions{Cwd: dir, Profile: g.profile, Project: g.project, Permission: &level})
+			if err != nil {
+				return nil, err
+			}
+			return repl.Hosted(a.host, hs), nil
+		})
+		if opts.Plain {
+			fmt.Fprintln(g.stderr, "meka: a new session starts with your first message. One line is one message; end of input ends.")
 		}
 	}
+	last, err := repl.Run(ctx, s, opts)
+	if last != nil && last.ID() != "" {
+		fmt.Fprintf(g.stderr, "Resume this session with: meka -r %s\n", shortSessionID(last.ID()))
+	}
+	switch {
+	case ctx.Err() != nil:
+		// Ended by a signal: a running turn was cancelled and recorded.
+		return &exitError{code: oneshot.ExitCanceled}
+	case errors.Is(err, repl.ErrLineTooLong):
+		return usageError("a line of input is over %d MiB; attach large text as a file instead", maxLine>>20)
+	case err != nil:
+		return &exitError{code: 1, err: err}
+	}
+	return nil
+}
+
+// historyRows is how many of a reopened session's newest rows the screen
+// prints before its prompt.
+const historyRows = 40
+
+// shortSessionID is enough of a session id to resume it.
+func shortSessionID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// tty is what the terminal is, when stdin and stdout are one.
+type tty struct {
+	ok            bool
+	color         bool
+	width, height int
+}
+
+// terminal decides between the screen and line mode: both stdin and
+// stdout must be terminals, TERM not dumb, and neither ACCESSIBLE nor
+// MEKA_PLAIN set. NO_COLOR turns colour off.
+func (g *globals) terminal() tty {
+	in, ok1 := g.stdin.(*os.File)
+	out, ok2 := g.stdout.(*os.File)
+	if !ok1 || !ok2 || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
+		return tty{}
+	}
+	if g.getenv("TERM") == "dumb" || g.getenv("ACCESSIBLE") != "" || g.getenv("MEKA_PLAIN") != "" {
+		return tty{}
+	}
+	t := tty{ok: true, color: g.getenv("NO_COLOR") == ""}
+	if w, h, err := term.GetSize(out.Fd()); err == nil {
+		t.width, t.height = w, h
+	}
+	return t
 }
 
 // maxLine bounds one line of terminal input.

@@ -1,0 +1,405 @@
+package repl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
+)
+
+// The slash commands the screen answers itself, never calling the model.
+// A slash word that is none of them (or a path such as /etc/hosts) goes to
+// the model as typed. Skills, when they land, join after the built-ins
+// (built-ins win), and /skill with them.
+var commands = []struct {
+	name, args, help string
+	// now: answered at once during a turn; the others wait for its end.
+	now bool
+}{
+	{"help", "", "this list", true},
+	{"status", "", "level, profile, model, context, tokens", true},
+	{"permission", "[level]", "show or set the permission level", true},
+	{"schedule", "[show|cancel ID]", "this session's scheduled jobs", true},
+	{"plan", "", "the whole plan the log adds up to", true},
+	{"usage", "", "rate-limit windows (subscription backends)", true},
+	{"mcp", "", "MCP servers and their status", true},
+	{"profile", "[name]", "show or switch the model profile", false},
+	{"cd", "DIR", "move the session to another directory", false},
+	{"compact", "", "summarize older turns now", false},
+	{"rewind", "", "take the last turn back; its prompt returns here", false},
+	{"fork", "", "continue in a copy of this session", false},
+}
+
+// parseCommand reports text that is exactly a built-in command: "/name"
+// then nothing or words. /etc/hosts, //x and /unknown are not.
+func parseCommand(text string) (name, args string, ok bool) {
+	t := strings.TrimSpace(text)
+	rest, found := strings.CutPrefix(t, "/")
+	if !found {
+		return "", "", false
+	}
+	name, args, _ = strings.Cut(rest, " ")
+	if strings.ContainsAny(name, "\n\t") {
+		name, args, _ = strings.Cut(strings.ReplaceAll(rest, "\n", " "), " ")
+	}
+	for _, c := range commands {
+		if c.name == name {
+			return name, strings.TrimSpace(args), true
+		}
+	}
+	return "", "", false
+}
+
+// command runs a built-in. During a turn the ones that change the session
+// wait for its end.
+func (m *screen) command(name, args, typed string) tea.Cmd {
+	if m.busy || m.submitting != "" {
+		for _, c := range commands {
+			if c.name == name && !c.now {
+				m.queued = append(m.queued, typed)
+				return nil
+			}
+		}
+	}
+	m.commit(m.st.dim("> " + oneLine(typed)))
+	lines, cmd := m.runCommand(name, args)
+	m.commit(lines...)
+	return cmd
+}
+
+// runCommand answers a command with lines for scrollback, or with a Cmd
+// whose doneMsg answers later.
+func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
+	s, ctx, w := m.sess, context.WithoutCancel(m.ctx), m.width
+	say := func(format string, a ...any) []string { return wrap(fmt.Sprintf(format, a...), w, "  ") }
+	switch name {
+	case "help":
+		var b strings.Builder
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, c := range commands {
+			fmt.Fprintf(tw, "/%s %s\t%s\n", c.name, c.args, c.help)
+		}
+		tw.Flush()
+		b.WriteString("Enter sends (during a turn: steers). Shift+Enter or Alt+Enter: new line. Esc or Ctrl+C interrupts.\nTab during a turn queues the prompt for after it. Shift+Tab cycles the permission level. Ctrl+C twice quits.")
+		return strings.Split(b.String(), "\n"), nil
+	case "status":
+		return statusBlock(s), nil
+	case "permission":
+		if args == "" {
+			return say("Permission: %s. Levels: %s. Shift+Tab cycles them.", s.Level(), levelNames(m.opts.Levels)), nil
+		}
+		l, err := permission.ParseLevel(args)
+		if err != nil {
+			return say("%v", err), nil
+		}
+		m.setLevel(l)
+		return nil, nil
+	case "plan":
+		return planFull(m.st, m.plan, w), nil
+	case "usage":
+		return say("Rate-limit windows are reported only for subscription backends; this session's profile (%s) uses an API key, so there are none to show.", s.ProfileName()), nil
+	case "mcp":
+		return say("No MCP servers are configured."), nil
+	case "schedule":
+		return m.scheduleCommand(ctx, args), nil
+	case "profile":
+		if args == "" {
+			return say("Profile: %s. /profile NAME switches; the old backend's thinking is not replayed.", s.ProfileName()), nil
+		}
+		return nil, m.switchSession(func(ctx context.Context) (Session, error) {
+			if err := s.Update(ctx, func(meta *session.Meta) { meta.Profile = args }); err != nil {
+				return nil, err
+			}
+			return s.Reopen(ctx)
+		}, "profile: "+args)
+	case "cd":
+		if args == "" {
+			return say("Directory: %s", s.Meta().Cwd), nil
+		}
+		dir := args
+		if strings.HasPrefix(dir, "~/") {
+			if home, err := os.UserHomeDir(); err == nil {
+				dir = filepath.Join(home, dir[2:])
+			}
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(s.Meta().Cwd, dir)
+		}
+		return nil, m.switchSession(func(ctx context.Context) (Session, error) {
+			if err := s.Update(ctx, func(meta *session.Meta) { meta.Cwd = dir }); err != nil {
+				return nil, err
+			}
+			return s.Reopen(ctx)
+		}, "")
+	case "compact":
+		return []string{m.st.dim("Compacting the conversation…")}, func() tea.Msg {
+			if err := s.Compact(ctx); err != nil {
+				return doneMsg{lines: direction(m.st, session.Notice{Severity: session.SeverityWarning, Title: "Compaction failed: " + err.Error()}, w)}
+			}
+			return doneMsg{}
+		}
+	case "rewind":
+		return nil, func() tea.Msg { return rewind(ctx, s, m.st, w) }
+	case "fork":
+		return nil, m.switchSession(func(ctx context.Context) (Session, error) { return s.Fork(ctx) }, "")
+	}
+	return nil, nil
+}
+
+// switchSession runs open off the screen's goroutine and holds the session
+// it returns.
+func (m *screen) switchSession(open func(ctx context.Context) (Session, error), said string) tea.Cmd {
+	ctx, st, w := context.WithoutCancel(m.ctx), m.st, m.width
+	return func() tea.Msg {
+		n, err := open(ctx)
+		if err != nil {
+			return doneMsg{lines: direction(st, session.Notice{Severity: session.SeverityWarning, Title: err.Error()}, w)}
+		}
+		title := fmt.Sprintf("session %s in %s, profile %s", shortID(n.ID()), n.Meta().Cwd, n.ProfileName())
+		if said != "" {
+			title = said + "; " + title
+		}
+		return doneMsg{next: n, lines: direction(st, session.Notice{Title: title}, w)}
+	}
+}
+
+func (m *screen) commandDone(msg doneMsg) tea.Cmd {
+	if msg.next != nil && msg.next != m.sess {
+		m.hold(msg.next)
+		m.plan = currentPlan(msg.next)
+	}
+	m.commit(msg.lines...)
+	if msg.compose != "" {
+		m.giveBack(msg.compose)
+	}
+	return nil
+}
+
+// rewind takes the last turn back and returns its prompt to the composer.
+func rewind(ctx context.Context, s Session, st styles, w int) tea.Msg {
+	rows := s.Rows()
+	last := session.LastTurn(rows)
+	if last == 0 {
+		return doneMsg{lines: direction(st, session.Notice{Title: "Nothing to rewind"}, w)}
+	}
+	var prompt string
+	for _, r := range rows {
+		if u, ok := r.Entry.(session.UserMessage); ok && r.Turn == last && u.Source == session.SourceUser {
+			prompt = messageText(u.Parts)
+			break
+		}
+	}
+	if err := s.Withdraw(ctx, last); err != nil {
+		return doneMsg{lines: direction(st, session.Notice{Severity: session.SeverityWarning, Title: "rewind: " + err.Error()}, w)}
+	}
+	return doneMsg{lines: direction(st, session.Notice{Title: fmt.Sprintf("Rewound turn %d; its prompt is back in the composer", last)}, w), compose: prompt}
+}
+
+// statusBlock is /status: the level, then profile, model, context,
+// compactions and tokens. It spends nothing and says so.
+func statusBlock(s Session) []string {
+	var total, last model.Usage
+	compactions := 0
+	for _, r := range s.Rows() {
+		switch en := r.Entry.(type) {
+		case session.AssistantMessage:
+			total = total.Add(en.Usage)
+			last = en.Usage
+		case session.Compaction:
+			compactions++
+		}
+	}
+	out := []string{
+		"Permission: " + s.Level().String(),
+		"Profile: " + s.ProfileName(),
+	}
+	if win := s.ContextWindow(); win > 0 {
+		out = append(out, fmt.Sprintf("Context: %d of %d tokens (%d%%)", last.Context(), win, last.Context()*100/win))
+	} else {
+		out = append(out, fmt.Sprintf("Context: %d tokens (window unknown)", last.Context()))
+	}
+	out = append(out,
+		fmt.Sprintf("Compactions: %d", compactions),
+		fmt.Sprintf("Tokens: %d input, %d output, %d cache read, %d cache write", total.InputTokens, total.OutputTokens, total.CacheReadTokens, total.CacheWriteTokens),
+		"(answered here; no model call)")
+	return out
+}
+
+// scheduleCommand is /schedule, /schedule show ID, /schedule cancel ID:
+// this session's jobs only.
+func (m *screen) scheduleCommand(ctx context.Context, args string) []string {
+	return scheduleText(ctx, m.opts.Schedules, m.sess, args, m.opts.Now(), m.width)
+}
+
+func scheduleText(ctx context.Context, sc Schedules, s Session, args string, now time.Time, width int) []string {
+	if sc == nil {
+		return []string{"Scheduling is off ([schedule] enabled = false)."}
+	}
+	verb, id, _ := strings.Cut(args, " ")
+	id = strings.TrimSpace(id)
+	switch verb {
+	case "cancel":
+		if id == "" {
+			return []string{"/schedule cancel ID"}
+		}
+		text, err := sc.Cancel(ctx, s.ID(), id)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		return []string{text}
+	case "", "show":
+	default:
+		return []string{"/schedule, /schedule show ID, /schedule cancel ID"}
+	}
+	jobs, err := sc.Jobs(ctx, s.ID())
+	if err != nil {
+		return []string{"list jobs: " + err.Error()}
+	}
+	if verb == "show" {
+		if id == "" {
+			return []string{"/schedule show ID"}
+		}
+		var found []schedule.Job
+		for _, j := range jobs {
+			if strings.HasPrefix(j.ID, strings.ToLower(id)) {
+				found = append(found, j)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return []string{fmt.Sprintf("No job of this session has an id beginning %q.", id)}
+		case 1:
+			return showJob(found[0], sc.NotFiring(found[0], s.Level()), now)
+		}
+		return []string{fmt.Sprintf("%q is the beginning of several jobs' ids; give more of it.", id)}
+	}
+	if len(jobs) == 0 {
+		return []string{"This session has no scheduled jobs."}
+	}
+	return jobTable(jobs, func(j schedule.Job) string {
+		if sc.NotFiring(j, s.Level()) != "" {
+			return "yes"
+		}
+		return ""
+	}, now, width)
+}
+
+// jobTable is /schedule's table. Held is yes when the job cannot fire,
+// blank when it will, ? when this process cannot tell.
+func jobTable(jobs []schedule.Job, held func(schedule.Job) string, now time.Time, width int) []string {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	short := schedule.UniquePrefixes(ids)
+	promptCell := max(width-60, 12)
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSCHEDULE\tNEXT\tGATE\tHELD\tPROMPT")
+	for i, j := range jobs {
+		next := schedule.Until(j.NextAt, now, roughDuration)
+		if j.Held != "" {
+			next = "parked"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", short[i], fit(jobSchedule(j), 24), next, gateKind(j), held(j), fit(oneLine(j.Prompt), promptCell))
+	}
+	tw.Flush()
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		out = append(out, fit(strings.TrimRight(l, " "), width))
+	}
+	return out
+}
+
+func showJob(j schedule.Job, notFiring string, now time.Time) []string {
+	loc := j.Location()
+	out := []string{
+		"job: " + j.ID,
+		"schedule: " + j.Describe(),
+		fmt.Sprintf("next fire: %s (%s)", schedule.FormatTime(j.NextAt, loc), schedule.Until(j.NextAt, now, roughDuration)),
+		"gate: " + gateDescription(j),
+	}
+	if !j.LastFiredAt.IsZero() {
+		out = append(out, "last fired: "+schedule.FormatTime(j.LastFiredAt, loc))
+	}
+	if notFiring != "" {
+		out = append(out, "NOT FIRING: "+notFiring)
+	}
+	out = append(out, "prompt: "+j.Prompt)
+	return out
+}
+
+func jobSchedule(j schedule.Job) string {
+	switch j.Kind {
+	case schedule.KindEvery:
+		return "every " + j.Spec
+	case schedule.KindCron:
+		return "cron " + j.Spec
+	}
+	return "once " + j.NextAt.In(j.Location()).Format("2006-01-02 15:04")
+}
+
+func gateKind(j schedule.Job) string {
+	g, err := j.ParsedGate()
+	switch {
+	case err != nil:
+		return "?"
+	case g == nil:
+		return "-"
+	case g.Check.IsCommand():
+		return "shell"
+	}
+	return "tool"
+}
+
+func gateDescription(j schedule.Job) string {
+	g, err := j.ParsedGate()
+	switch {
+	case err != nil:
+		return err.Error()
+	case g == nil:
+		return "none"
+	}
+	return g.Describe()
+}
+
+// roughDuration says a duration in its largest units: 12m, 1h 5m, 3d 2h.
+func roughDuration(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour:
+		return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+func levelNames(ls []permission.Level) string {
+	if len(ls) == 0 {
+		return "none, read, workspace, unrestricted"
+	}
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

@@ -1,0 +1,184 @@
+package repl
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
+)
+
+// key handles one key press. Ctrl+C has one order: an open approval, then
+// a running turn, then a draft to clear, then quitting.
+func (m *screen) key(k tea.KeyPressMsg) tea.Cmd {
+	now := m.now()
+	keyName := k.String()
+	if keyName != "ctrl+c" && keyName != "ctrl+d" {
+		m.quitAt = m.quitAt.Truncate(0)
+	}
+	if len(m.asks) > 0 {
+		return m.approvalKey(keyName, k)
+	}
+	m.lastKey = now
+	switch keyName {
+	case "ctrl+c":
+		switch {
+		case m.busy:
+			m.interruptTurn()
+		case m.comp.value() != "":
+			m.comp.remember(m.comp.value())
+			m.comp.clear()
+		default:
+			return m.armQuit(now)
+		}
+		return nil
+	case "ctrl+d":
+		if m.comp.value() == "" && !m.busy {
+			return m.armQuit(now)
+		}
+		m.comp.deleteForward()
+		return nil
+	case "esc":
+		if m.busy {
+			m.interruptTurn()
+		}
+		return nil
+	case "enter":
+		text := m.comp.value()
+		m.comp.clear()
+		return m.submit(text)
+	case "shift+enter", "alt+enter", "ctrl+j":
+		m.comp.insert("\n")
+	case "shift+tab":
+		m.cycleLevel()
+	case "tab":
+		if m.busy {
+			if t := m.comp.value(); strings.TrimSpace(t) != "" {
+				m.comp.remember(t)
+				m.queued = append(m.queued, t)
+				m.comp.clear()
+			}
+			return nil
+		}
+		m.complete()
+	case "backspace":
+		m.comp.backspace()
+	case "delete":
+		m.comp.deleteForward()
+	case "left", "ctrl+b":
+		m.comp.left()
+	case "right", "ctrl+f":
+		m.comp.right()
+	case "home", "ctrl+a":
+		m.comp.home()
+	case "end", "ctrl+e":
+		m.comp.end()
+	case "up", "ctrl+p":
+		m.comp.up()
+	case "down", "ctrl+n":
+		m.comp.down()
+	case "ctrl+u":
+		m.comp.killLine()
+	case "ctrl+w", "alt+backspace":
+		m.comp.killWord()
+	case "ctrl+t":
+		// The whole list, once, into scrollback.
+		m.commit(planFull(m.st, m.plan, m.width)...)
+	default:
+		if k.Text != "" {
+			m.comp.insert(k.Text)
+		}
+	}
+	return nil
+}
+
+// armQuit arms quitting, or quits when it was armed within the window.
+// Quitting waits for the outbox: everything committed is printed first.
+func (m *screen) armQuit(now time.Time) tea.Cmd {
+	if !m.quitAt.IsZero() && now.Sub(m.quitAt) < quitWindow {
+		m.quitting = true
+		return nil
+	}
+	m.quitAt = now
+	return nil
+}
+
+// approvalKey answers the open approval. Keys count as typing: until
+// they have been quiet for a moment the pane ignores them, so a key meant
+// for the prompt never answers it. Ctrl+C interrupts the turn, which
+// withdraws the request.
+func (m *screen) approvalKey(name string, k tea.KeyPressMsg) tea.Cmd {
+	if name == "ctrl+c" {
+		m.interruptTurn()
+		return nil
+	}
+	if m.armedIn() > 0 {
+		m.lastKey = m.now()
+		return nil
+	}
+	m.lastKey = m.now()
+	a := m.asks[0]
+	switch name {
+	case "a":
+		m.answer(answerAllow)
+	case "A", "shift+a":
+		m.answer(answerAlwaysAllow)
+	case "d", "esc":
+		m.answer(answerDeny)
+	case "D", "shift+d":
+		m.answer(answerAlwaysDeny)
+	case "up", "shift+tab":
+		a.choice = (a.choice + 3) % 4
+	case "down", "tab":
+		a.choice = (a.choice + 1) % 4
+	case "enter":
+		m.answer(answer(a.choice))
+	}
+	return nil
+}
+
+// cycleLevel moves to the next enabled permission level and stores it; a
+// running turn's next tool call sees it.
+func (m *screen) cycleLevel() {
+	levels := m.opts.Levels
+	if len(levels) == 0 {
+		levels = []permission.Level{permission.None, permission.Read, permission.Workspace, permission.Unrestricted}
+	}
+	cur := m.sess.Level()
+	next := levels[0]
+	for i, l := range levels {
+		if l == cur {
+			next = levels[(i+1)%len(levels)]
+			break
+		}
+	}
+	m.setLevel(next)
+}
+
+func (m *screen) setLevel(l permission.Level) {
+	if err := m.sess.SetLevel(context.WithoutCancel(m.ctx), l); err != nil {
+		m.commit(direction(m.st, session.Notice{Severity: session.SeverityWarning, Title: "permission unchanged: " + err.Error()}, m.width)...)
+		return
+	}
+	m.commit(direction(m.st, session.Notice{Title: "permission: " + l.String()}, m.width)...)
+}
+
+// complete finishes a slash command's name.
+func (m *screen) complete() {
+	v := m.comp.value()
+	if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, " \n") {
+		return
+	}
+	var found []string
+	for _, c := range commands {
+		if strings.HasPrefix("/"+c.name, v) {
+			found = append(found, c.name)
+		}
+	}
+	if len(found) == 1 {
+		m.comp.set("/" + found[0] + " ")
+	}
+}

@@ -1,0 +1,249 @@
+package repl
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/plan"
+	"meka.dev/meka/session"
+)
+
+// plainWidth is the width line mode wraps stage directions and lists to.
+const plainWidth = 100
+
+// runPlain is line mode: each input line is a prompt, events print as
+// plain lines, with no cursor addressing and no colour. Every turn is
+// printed, also those the session runs on its own (a job, a task report);
+// lines read while a turn runs wait for it, in order, and none is
+// dropped. At the end of input the queue is run out and Run returns.
+func runPlain(ctx context.Context, s Session, opts Options) (Session, error) {
+	pr := &plainPrinter{w: opts.Out, idle: make(chan struct{}, 1)}
+	unsub := func() {}
+	attach := func(s Session) {
+		unsub = s.Subscribe(pr.event)
+		// Nobody can answer a prompt in line mode: a call above the level
+		// is denied and said so.
+		s.SetAsker(permission.AskerFunc(func(_ context.Context, req permission.Request) (permission.Decision, error) {
+			pr.line(fmt.Sprintf("(%s denied: approvals need the screen; raise the level with /permission)", req.Tool))
+			return permission.Deny, nil
+		}))
+	}
+	attach(s)
+	defer func() {
+		unsub()
+		s.SetAsker(nil)
+	}()
+	maxLine := opts.MaxLine
+	if maxLine <= 0 {
+		maxLine = 16 << 20
+	}
+
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(opts.In)
+		sc.Buffer(make([]byte, 64<<10), maxLine)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		err := sc.Err()
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = ErrLineTooLong
+		}
+		readErr <- err
+		close(lines)
+	}()
+
+	var queue []string
+	if p := strings.TrimSpace(opts.FirstPrompt); p != "" {
+		queue = append(queue, p)
+	}
+	eof := false
+	for {
+		// Run out what is queued; a turn the session runs on its own holds
+		// the next line until it ends.
+		for len(queue) > 0 && ctx.Err() == nil {
+			text := queue[0]
+			if name, args, ok := parseCommand(text); ok {
+				queue = queue[1:]
+				pr.lines(plainCommand(ctx, s, opts, name, args))
+				continue
+			}
+			if _, ok := s.(*unopened); ok {
+				n, err := create(ctx, s)
+				if err != nil {
+					pr.line("(! not sent: " + err.Error() + ")")
+					queue = queue[1:]
+					continue
+				}
+				s = n
+				attach(s)
+			}
+			_, err := runTurn(ctx, s, text, pr)
+			if isBusy(err) {
+				break
+			}
+			queue = queue[1:]
+		}
+		if ctx.Err() != nil {
+			return s, nil
+		}
+		if eof && len(queue) == 0 {
+			return s, <-readErr
+		}
+		select {
+		case <-ctx.Done():
+			return s, nil
+		case l, ok := <-lines:
+			if !ok {
+				eof, lines = true, nil
+				continue
+			}
+			if strings.TrimSpace(l) != "" {
+				queue = append(queue, strings.TrimSpace(l))
+			}
+		case <-pr.idle:
+		}
+	}
+}
+
+// runTurn runs one typed turn; input read meanwhile waits in the reader.
+func runTurn(ctx context.Context, s Session, text string, pr *plainPrinter) (agent.Result, error) {
+	res, err := s.Run(ctx, session.UserMessage{Parts: model.Parts{model.Text{Text: text}}})
+	if err != nil && !isBusy(err) && res.Stop == "" {
+		pr.line("(! not sent: " + err.Error() + ")")
+	}
+	return res, err
+}
+
+// plainCommand answers the read-only commands in line mode.
+func plainCommand(ctx context.Context, s Session, opts Options, name, args string) []string {
+	switch name {
+	case "status":
+		return statusBlock(s)
+	case "schedule":
+		return scheduleText(ctx, opts.Schedules, s, args, opts.Now(), plainWidth)
+	case "permission":
+		if args == "" {
+			return []string{"Permission: " + s.Level().String()}
+		}
+		l, err := permission.ParseLevel(args)
+		if err == nil {
+			err = s.SetLevel(ctx, l)
+		}
+		if err != nil {
+			return []string{"(! permission unchanged: " + err.Error() + ")"}
+		}
+		return []string{"(permission: " + l.String() + ")"}
+	}
+	return []string{fmt.Sprintf("(/%s needs the screen; line mode answers /status, /permission and /schedule)", name)}
+}
+
+// plainPrinter prints a session's events as lines.
+type plainPrinter struct {
+	mu      sync.Mutex // guards the fields below and writes to w
+	w       io.Writer
+	midLine bool
+	idle    chan struct{}
+}
+
+func (p *plainPrinter) line(s string) { p.lines([]string{s}) }
+
+func (p *plainPrinter) lines(ls []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.breakLine()
+	for _, l := range ls {
+		fmt.Fprintln(p.w, l)
+	}
+}
+
+func (p *plainPrinter) breakLine() {
+	if p.midLine {
+		fmt.Fprintln(p.w)
+		p.midLine = false
+	}
+}
+
+func (p *plainPrinter) event(ev agent.Event) {
+	st := styles{}
+	var out []string
+	switch ev := ev.(type) {
+	case agent.TurnStarted:
+		in := ev.Input
+		switch in.Source {
+		case session.SourceSchedule:
+			prompt, header := scheduledParts(in.Parts)
+			out = append(out, "("+header+")")
+			out = append(out, userLines(prompt, plainWidth)...)
+		case session.SourceTask:
+		default:
+			out = append(out, userLines(messageText(in.Parts), plainWidth)...)
+		}
+	case agent.TextChunk:
+		p.mu.Lock()
+		io.WriteString(p.w, ev.Text)
+		if ev.Text != "" {
+			p.midLine = !strings.HasSuffix(ev.Text, "\n")
+		}
+		p.mu.Unlock()
+		return
+	case agent.UserMessage:
+		if ev.Message.Source == session.SourceSteer {
+			out = userLines(messageText(ev.Message.Parts), plainWidth)
+		}
+	case agent.ToolCallStarted:
+		title := ev.Title
+		if title == "" {
+			title = ev.Name
+		}
+		out = []string{"◐ " + oneLine(title)}
+	case agent.ToolCallFinished:
+		r := ev.Result
+		c := card{name: r.Name, title: r.Name, status: r.Status, output: resultText(r), change: r.Change}
+		out = c.finished(st, plainWidth)
+	case agent.Notice:
+		out = direction(st, ev.Notice, plainWidth)
+	case agent.Compacted:
+		out = []string{fmt.Sprintf("(Compacted: the turns before turn %d are summarized for the model)", ev.KeptFrom)}
+	case agent.CompactionFailed:
+		if ev.Canceled {
+			out = []string{"(Compaction interrupted)"}
+		} else {
+			out = []string{fmt.Sprintf("(! Compaction failed: %v)", ev.Err)}
+		}
+	case plan.Changed:
+		out = planBlock(st, ev, plainWidth, false)
+	case agent.TurnEnded:
+		switch ev.Result.Stop {
+		case agent.StopCanceled:
+			out = []string{"(interrupted)"}
+		case agent.StopMaxTokens:
+			out = []string{"(stopped at the output token limit)"}
+		}
+		p.lines(out)
+		p.mu.Lock()
+		p.breakLine()
+		p.mu.Unlock()
+		select {
+		case p.idle <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if len(out) > 0 {
+		p.lines(out)
+	}
+}

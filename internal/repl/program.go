@@ -1,0 +1,100 @@
+package repl
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+
+	tea "charm.land/bubbletea/v2"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/plan"
+)
+
+// runScreen runs the bubbletea program until the user quits.
+func runScreen(ctx context.Context, s Session, opts Options) (Session, error) {
+	m := newScreen(ctx, s, opts)
+	out := &frameWriter{w: opts.Out}
+	var output io.Writer = out
+	if f, ok := opts.Out.(*os.File); ok {
+		// bubbletea reads the window's size from its output's descriptor.
+		output = frameFile{frameWriter: out, f: f}
+	}
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(output), tea.WithInput(opts.In), tea.WithoutSignalHandler()}
+	if opts.Width > 0 && opts.Height > 0 {
+		popts = append(popts, tea.WithWindowSize(opts.Width, opts.Height))
+	}
+	if !opts.Color {
+		popts = append(popts, tea.WithEnvironment([]string{"NO_COLOR=1", "TERM=xterm"}))
+	}
+	p := tea.NewProgram(m, popts...)
+	m.send = p.Send
+	out.first = func() {
+		// Off the writer's goroutine: Send waits for the event loop, which
+		// may itself be writing.
+		go func() {
+			p.Send(firstFrameMsg{})
+			if opts.Ready != nil {
+				opts.Ready()
+			}
+		}()
+	}
+	m.hold(s)
+	defer m.release()
+	_, err := p.Run()
+	return m.sess, err
+}
+
+// hold makes s the session on screen: its events and approvals come here.
+func (m *screen) hold(s Session) {
+	m.release()
+	m.sess = s
+	sid := s.ID()
+	send := m.send
+	m.unsub = s.Subscribe(func(ev agent.Event) { send(eventMsg{sid: sid, ev: ev}) })
+	s.SetAsker(permission.AskerFunc(m.ask))
+}
+
+func (m *screen) release() {
+	if m.unsub != nil {
+		m.unsub()
+		m.unsub = nil
+		m.sess.SetAsker(nil)
+	}
+}
+
+// currentPlan is the plan a newly held session shows. The engine does not
+// yet expose its folds' state, so a resumed or forked session's list
+// appears with its next change.
+func currentPlan(Session) plan.Changed { return plan.Changed{} }
+
+// frameWriter is the program's output; its first write is the first
+// frame, after which commits may print.
+type frameWriter struct {
+	w     io.Writer
+	once  sync.Once
+	first func()
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.once.Do(func() {
+		if f.first != nil {
+			f.first()
+		}
+	})
+	return n, err
+}
+
+// frameFile is a frameWriter over a terminal, which bubbletea sizes and
+// puts in raw mode through its descriptor.
+type frameFile struct {
+	*frameWriter
+	f *os.File
+}
+
+func (x frameFile) Read(p []byte) (int, error) { return x.f.Read(p) }
+func (x frameFile) Close() error               { return nil }
+func (x frameFile) Fd() uintptr                { return x.f.Fd() }
