@@ -31,7 +31,7 @@ func BuildView(rows []session.Row) []model.Message {
 func appendView(view []model.Message, e session.Entry) []model.Message {
 	switch e := e.(type) {
 	case session.UserMessage:
-		return append(view, model.Message{Role: model.RoleUser, Parts: e.Parts})
+		return append(view, model.Message{Role: model.RoleUser, Parts: e.ModelParts()})
 	case session.AssistantMessage:
 		return append(view, model.Message{Role: model.RoleAssistant, Parts: e.Parts})
 	case session.ToolResult:

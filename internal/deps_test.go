@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"internal/schedule/cron": {},
 	"internal/imaging":       {},
 	"internal/config":        {"permission"},
+	"internal/skills":        {},
 	// L1
 	"session":             {"model"},
 	"session/sessiontest": {"session", "model"},
@@ -44,6 +45,7 @@ var allowed = map[string][]string{
 	"internal/sqlite":          {"session", "model"},
 	"internal/postgres":        {"session", "model"},
 	"internal/postgres/pgtest": {},
+	"internal/prompt":          {"model", "session", "internal/skills"},
 	// L3
 	"plan":            {"agent", "tool", "session", "model"},
 	"plan/checklist":  {"plan", "agent", "tool", "session", "model", "permission"},
@@ -51,7 +53,9 @@ var allowed = map[string][]string{
 	"plan/writetodos": {"plan", "agent", "tool", "session", "model", "permission"},
 	// L4
 	"internal/host": {"agent", "plan", "session", "tool", "permission", "model", "internal/task",
-		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool"},
+		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool", "internal/prompt",
+		// The skill tools the host gives every session read and write skills.
+		"internal/skills"},
 	"internal/schedule/sqlitestore":  {"internal/schedule", "internal/sqlite"},
 	"internal/schedule/pgstore":      {"internal/schedule", "internal/postgres"},
 	"internal/schedule/scheduletest": {"internal/schedule", "session"},

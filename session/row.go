@@ -19,7 +19,7 @@ type Row struct {
 }
 
 // Entry is the payload of a row. The variants are UserMessage,
-// AssistantMessage, ToolResult, Notice and Compaction.
+// AssistantMessage, ToolResult, Notice, Compaction and SystemPrompt.
 type Entry interface{ Kind() string }
 
 // User message sources.
@@ -41,6 +41,36 @@ type UserMessage struct {
 	// Tasks names the background tasks a SourceTask message reports, so
 	// that folds (a checklist item deferred on a task) read it from the log.
 	Tasks []string `json:"tasks,omitempty"`
+	// Command is the skill a person invoked as /<command> words: Parts
+	// keep what they typed, which is what transcripts and replays show,
+	// and Expansion what the model reads after it (the skill's body), kept
+	// so that a resumed session sends the same bytes.
+	Command   string      `json:"command,omitempty"`
+	Expansion model.Parts `json:"expansion,omitempty"`
+}
+
+// ModelParts are the parts the model reads for m: its words, then its
+// expansion.
+func (m UserMessage) ModelParts() model.Parts {
+	if len(m.Expansion) == 0 {
+		return m.Parts
+	}
+	return append(append(model.Parts(nil), m.Parts...), m.Expansion...)
+}
+
+// SystemPrompt records the system prompt a session's requests start with
+// and what it was built from, so that every request, a resume and a fork
+// send the same bytes until the session is started somewhere else, on
+// another day, or reloaded.
+type SystemPrompt struct {
+	Text string `json:"text"`
+	// Files are the instruction files loaded, as /status shows them.
+	Files []string `json:"files,omitempty"`
+	// Cwd, Roots and Day (2006-01-02 in the session's zone) are what the
+	// prompt was built for.
+	Cwd   string   `json:"cwd"`
+	Roots []string `json:"roots,omitempty"`
+	Day   string   `json:"day,omitempty"`
 }
 
 // AssistantMessage is one model response: text, thinking and tool calls.
@@ -111,6 +141,7 @@ func (AssistantMessage) Kind() string { return "assistant" }
 func (ToolResult) Kind() string       { return "tool_result" }
 func (Notice) Kind() string           { return "notice" }
 func (Compaction) Kind() string       { return "compaction" }
+func (SystemPrompt) Kind() string     { return "system_prompt" }
 
 // EncodeEntry returns an entry's kind and JSON payload, as stores keep them.
 func EncodeEntry(e Entry) (kind string, payload []byte, err error) {
@@ -141,6 +172,9 @@ func DecodeEntry(kind string, payload []byte) (Entry, error) {
 	case "compaction":
 		var v Compaction
 		err, e = json.Unmarshal(payload, &v), &v
+	case "system_prompt":
+		var v SystemPrompt
+		err, e = json.Unmarshal(payload, &v), &v
 	default:
 		return nil, fmt.Errorf("decode row: unknown kind %q", kind)
 	}
@@ -163,6 +197,8 @@ func deref(e Entry) Entry {
 	case *Notice:
 		return *v
 	case *Compaction:
+		return *v
+	case *SystemPrompt:
 		return *v
 	}
 	return e

@@ -119,7 +119,8 @@ func TestOneshotEndToEnd(t *testing.T) {
 		Kind string `json:"kind"`
 		Turn int    `json:"turn"`
 	}
-	if code != 0 || len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || first.Kind != "user" || first.Turn != 1 {
+	// The system prompt recorded at creation, then the turn.
+	if code != 0 || len(lines) != 3 || json.Unmarshal([]byte(lines[1]), &first) != nil || first.Kind != "user" || first.Turn != 1 {
 		t.Fatalf("show --json: %q", js)
 	}
 }

@@ -130,17 +130,20 @@ type Options struct {
 	// ReadableDirs are directories every session may read beyond its
 	// workspace.
 	ReadableDirs []string
-	Now          func() time.Time
-	Logger       *slog.Logger
+	// Prompt says where system prompts find instructions and skills.
+	Prompt PromptOptions
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Host holds the sessions this process has open.
 type Host struct {
 	opts Options
 
-	mu      sync.Mutex // guards open, opening, and opts.AdditionalDirs and opts.ReadableDirs
+	mu      sync.Mutex // guards open, opening, reload, and opts.AdditionalDirs and opts.ReadableDirs
 	open    map[string]*Session
 	opening map[string]chan struct{} // closed when the opening ends
+	reload  map[string]bool          // sessions whose next load builds a fresh prompt
 }
 
 // New returns a host. It starts nothing.
@@ -163,7 +166,7 @@ func New(opts Options) (*Host, error) {
 	if opts.Holder.Host == "" {
 		opts.Holder.Host, _ = os.Hostname()
 	}
-	return &Host{opts: opts, open: make(map[string]*Session), opening: make(map[string]chan struct{})}, nil
+	return &Host{opts: opts, open: make(map[string]*Session), opening: make(map[string]chan struct{}), reload: make(map[string]bool)}, nil
 }
 
 // AddRoots adds directories to the workspace of every session opened from

@@ -165,8 +165,12 @@ func TestForkIsIndependent(t *testing.T) {
 	if _, err := fk.Prompt(t.Context(), model.Text{Text: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Engine().Rows()) != 2 || len(fk.Engine().Rows()) != 4 {
+	// The recorded system prompt travels with the fork, which reuses it.
+	if len(s.Engine().Rows()) != 3 || len(fk.Engine().Rows()) != 5 {
 		t.Fatalf("rows: original %d fork %d", len(s.Engine().Rows()), len(fk.Engine().Rows()))
+	}
+	if fk.SystemPrompt() != s.SystemPrompt() {
+		t.Fatal("the fork built a prompt of its own")
 	}
 }
 

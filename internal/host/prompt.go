@@ -1,32 +1,288 @@
 package host
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"time"
 
+	"meka.dev/meka/internal/prompt"
+	"meka.dev/meka/internal/skills"
+	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
 
 const preamble = `You are meka, a coding agent working in the user's workspace. You read, edit and run things with the tools you are given, and you finish what you set out to do: when you say you will do something, do it, or say plainly why not.`
 
-func (h *Host) systemPrompt(meta session.Meta, prof Profile, tools *tool.Registry) string {
-	var b strings.Builder
+// PromptOptions say where a session's system prompt finds its parts.
+type PromptOptions struct {
+	// UserDir is meka's config directory ($XDG_CONFIG_HOME/meka): its
+	// AGENTS.md comes before the project's and its skills directory holds
+	// the user's skills.
+	UserDir string
+	// Home is the user's home directory, for ~/.claude/skills.
+	Home string
+	// Fallbacks are more instruction file names ([instructions]
+	// fallback_files); MaxBytes bounds the instructions (default 32 KiB).
+	Fallbacks []string
+	MaxBytes  int
+	// Location is the zone dates are given in ([schedule] timezone);
+	// time.Local when nil.
+	Location *time.Location
+	// Shell names what shell commands run with; default "sh".
+	Shell string
+	Git   prompt.GitOptions
+}
+
+// skillStore is meka's own skill directory: the skills skill_write writes.
+func (h *Host) skillStore() string {
+	if h.opts.DataDir == "" {
+		return ""
+	}
+	return filepath.Join(h.opts.DataDir, "skills")
+}
+
+func (h *Host) instructionOptions(cwd string) prompt.InstructionOptions {
+	o := prompt.InstructionOptions{Cwd: cwd, Fallbacks: h.opts.Prompt.Fallbacks, MaxBytes: h.opts.Prompt.MaxBytes}
+	if h.opts.Prompt.UserDir != "" {
+		o.UserFile = filepath.Join(h.opts.Prompt.UserDir, prompt.AgentsName)
+	}
+	return o
+}
+
+// discoverSkills finds the skills of a session in cwd, project first.
+func (h *Host) discoverSkills(cwd string) ([]skills.Skill, []skills.Problem) {
+	return skills.Discover(prompt.SkillLocations(cwd, h.opts.Prompt.UserDir, h.opts.Prompt.Home, h.skillStore()))
+}
+
+// allows says what a level lets tools do, for the model.
+func allows(l permission.Level) string {
+	switch l {
+	case permission.None:
+		return "no tool may run"
+	case permission.Read:
+		return "tools may read; shell commands may write only in their temp directory"
+	case permission.Workspace:
+		return "tools may read and write inside the workspace directories; writes elsewhere are refused"
+	}
+	return "tools may read and write anywhere the user can"
+}
+
+// buildPrompt assembles a fresh system prompt for a session.
+func (h *Host) buildPrompt(ctx context.Context, meta session.Meta, prof Profile, level permission.Level, list []skills.Skill) (prompt.Prompt, prompt.Options) {
+	po := h.opts.Prompt
+	o := prompt.Options{
+		Preamble:      preamble,
+		Instructions:  h.instructionOptions(meta.Cwd),
+		Roots:         meta.AdditionalDirs,
+		OS:            runtime.GOOS + "/" + runtime.GOARCH,
+		Shell:         po.Shell,
+		Now:           h.opts.Now(),
+		Location:      po.Location,
+		Permission:    level.String() + " when the session started",
+		Allows:        allows(level),
+		Model:         prof.Model,
+		ContextWindow: prof.ContextWindow,
+		Git:           po.Git,
+		Skills:        list,
+	}
 	if h.opts.System != "" {
-		b.WriteString(h.opts.System)
-	} else {
-		b.WriteString(preamble)
+		o.Preamble = h.opts.System
 	}
-	b.WriteString("\n\n# Environment\n")
-	fmt.Fprintf(&b, "Working directory: %s\n", meta.Cwd)
-	if len(meta.AdditionalDirs) > 0 {
-		fmt.Fprintf(&b, "Additional workspace directories (search and file tools cover them too): %s\n", strings.Join(meta.AdditionalDirs, ", "))
+	if o.Shell == "" {
+		o.Shell = "sh"
 	}
-	if prof.Model != "" {
-		fmt.Fprintf(&b, "Model: %s\n", prof.Model)
+	return prompt.Build(ctx, o), o
+}
+
+// recordedPrompt returns the last system prompt a session's log records.
+func recordedPrompt(rows []session.Row) (session.SystemPrompt, bool) {
+	for i := len(rows) - 1; i >= 0; i-- {
+		if p, ok := rows[i].Entry.(session.SystemPrompt); ok {
+			return p, true
+		}
 	}
-	if names := tools.Names(); len(names) > 0 {
-		fmt.Fprintf(&b, "Tools: %s\n", strings.Join(names, ", "))
+	return session.SystemPrompt{}, false
+}
+
+// sessionPrompt returns the system prompt a session's requests start
+// with: the recorded one while it still describes the session (same
+// directories, same day, no reload asked), else a fresh one, recorded
+// with notices for skills that were skipped. rows is returned with what
+// was appended.
+func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permission.Level, prof Profile, rows []session.Row, fresh bool, list []skills.Skill, problems []skills.Problem) (session.SystemPrompt, []session.Row, error) {
+	loc := h.opts.Prompt.Location
+	if loc == nil {
+		loc = time.Local
 	}
-	return b.String()
+	day := h.opts.Now().In(loc).Format(time.DateOnly)
+	if rec, ok := recordedPrompt(rows); ok && !fresh && rec.Cwd == meta.Cwd && slices.Equal(rec.Roots, meta.AdditionalDirs) && rec.Day == day {
+		return rec, rows, nil
+	}
+	p, _ := h.buildPrompt(ctx, meta, prof, level, list)
+	rec := session.SystemPrompt{Text: p.Text, Cwd: meta.Cwd, Roots: meta.AdditionalDirs, Day: p.Day}
+	for _, f := range p.Files {
+		rec.Files = append(rec.Files, f.String())
+	}
+	turn := session.LastTurn(rows)
+	add := []session.Row{{Turn: turn, Entry: rec}}
+	for _, pr := range problems {
+		add = append(add, session.Row{Turn: turn, Entry: session.Notice{Severity: session.SeverityWarning,
+			Title: "Skill skipped: " + pr.Path, Description: pr.Err.Error()}})
+	}
+	stored, err := h.opts.Store.Append(ctx, meta.ID, add)
+	if err != nil {
+		return rec, rows, fmt.Errorf("record system prompt: %w", err)
+	}
+	return rec, append(rows, stored...), nil
+}
+
+// Instructions lists the instruction files the session's prompt loaded,
+// as /status shows them.
+func (s *Session) Instructions() []string { return slices.Clone(s.prompt.Files) }
+
+// SystemPrompt returns the system prompt the session's requests start with.
+func (s *Session) SystemPrompt() string { return s.prompt.Text }
+
+// Skills lists the skills a person may invoke in this session, found now
+// (a skill installed mid-session shows up), sorted by name.
+func (s *Session) Skills() []skills.Skill {
+	list, _ := s.h.discoverSkills(s.Meta().Cwd)
+	return list
+}
+
+// Reload closes a session (after its turn) and opens it again with a
+// freshly built system prompt: changed instructions, skills and git state
+// apply from its next request.
+func (h *Host) Reload(ctx context.Context, id string) (*Session, error) {
+	h.mu.Lock()
+	h.reload[id] = true
+	h.mu.Unlock()
+	s, err := h.Reopen(ctx, id)
+	h.mu.Lock()
+	delete(h.reload, id)
+	h.mu.Unlock()
+	return s, err
+}
+
+func (h *Host) takeReload(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reload[id]
+}
+
+// expandSkill turns a person's "/name words" into the invocation of skill
+// name: the message keeps what they typed and gains the skill's body as
+// its expansion. Anything else, a name no skill has included, is returned
+// unchanged, for the model to read as typed.
+func (s *Session) expandSkill(msg session.UserMessage) (session.UserMessage, error) {
+	if msg.Source != session.SourceUser || msg.Command != "" || len(msg.Parts) == 0 {
+		return msg, nil
+	}
+	t, ok := msg.Parts[0].(model.Text)
+	if !ok {
+		return msg, nil
+	}
+	name, ok := SkillCommand(t.Text)
+	if !ok {
+		return msg, nil
+	}
+	sk, ok := skills.Find(s.Skills(), name)
+	if !ok {
+		s.h.opts.Logger.Debug("slash command is no skill; passed to the model", "session_id", s.id, "command", name)
+		return msg, nil
+	}
+	msg.Command = name
+	msg.Expansion = model.Parts{model.Text{Text: skillText(sk)}}
+	s.loaded.Add(sk.Name, skillText(sk))
+	return msg, nil
+}
+
+// SkillCommand reports the skill name a prompt opens with ("/name" then
+// a space, a newline or the end), if it is a valid skill name.
+func SkillCommand(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimLeft(text, " \t"), "/")
+	if !ok {
+		return "", false
+	}
+	name := rest
+	if i := strings.IndexAny(rest, " \t\n"); i >= 0 {
+		name = rest[:i]
+	}
+	return name, skills.ValidName(name)
+}
+
+// skillText is what the model reads for a skill: its body and the list
+// of its other files.
+func skillText(sk skills.Skill) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Skill %s, from %s]\n\n%s", sk.Name, sk.Path, sk.Body)
+	if files := sk.Files(0); len(files) > 0 {
+		fmt.Fprintf(&b, "\n\nOther files of this skill (read them from %s as you need them):\n", sk.Dir)
+		for _, f := range files {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// attachTool wraps file_read and file_edit so that their first result
+// touching a directory below the cwd carries that directory's
+// instructions.
+type attachTool struct {
+	tool.Tool
+	attacher *prompt.Attacher
+}
+
+func (a *attachTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
+	r, err := a.Tool.Run(ctx, c)
+	if err != nil || r.IsError {
+		return r, err
+	}
+	var args struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(c.Arguments, &args) == nil && args.Path != "" {
+		if text := a.attacher.Attach(args.Path); text != "" {
+			r.Content = append(slices.Clone(r.Content), model.Text{Text: strings.TrimLeft(text, "\n")})
+		}
+	}
+	return r, nil
+}
+
+func (a *attachTool) Title(args json.RawMessage) string { return tool.Title(a.Tool, args) }
+
+func (a *attachTool) Locations(args json.RawMessage, cwd string) []tool.Location {
+	return tool.Locations(a.Tool, args, cwd)
+}
+
+// attachInstructions wraps the tools that attach subdirectory
+// instructions; the files earlier results attached are not attached again.
+func attachInstructions(ts []tool.Tool, o prompt.InstructionOptions, rows []session.Row) []tool.Tool {
+	a := prompt.NewAttacher(o)
+	for _, r := range rows {
+		if tr, ok := r.Entry.(session.ToolResult); ok && (tr.Name == "file_read" || tr.Name == "file_edit") {
+			for _, p := range tr.Content {
+				if t, ok := p.(model.Text); ok {
+					a.Seen(t.Text)
+				}
+			}
+		}
+	}
+	out := make([]tool.Tool, len(ts))
+	for i, t := range ts {
+		switch t.Spec().Name {
+		case "file_read", "file_edit":
+			out[i] = &attachTool{Tool: t, attacher: a}
+		default:
+			out[i] = t
+		}
+	}
+	return out
 }

@@ -32,6 +32,9 @@ type Session struct {
 	dataDir string
 	level   atomic.Int32
 	files   sessionFiles
+	// prompt is the recorded system prompt the engine was built with.
+	prompt session.SystemPrompt
+	loaded loadedSkills
 	// approvals is whether a call above the level is put to the asker.
 	approvals atomic.Bool
 	// used is when the session was last used (unix nanoseconds), for the
@@ -106,14 +109,27 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 		env.Tasks, env.TaskRegistry = s, s.tasks
 	}
 
+	rows, err := h.opts.Store.Rows(ctx, meta.ID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read rows: %w", err)
+	}
 	if h.opts.Tools != nil {
 		ts, err := h.opts.Tools(env)
 		if err != nil {
 			return nil, fmt.Errorf("build tools: %w", err)
 		}
-		if err := s.tools.Add(ts...); err != nil {
+		if err := s.tools.Add(attachInstructions(ts, h.instructionOptions(meta.Cwd), rows)...); err != nil {
 			return nil, err
 		}
+	}
+	list, problems := h.discoverSkills(meta.Cwd)
+	s.loaded.seed(rows)
+	st := skillTools(s)
+	if len(list) == 0 {
+		st = st[1:] // nothing to load: only skill_write
+	}
+	if err := s.tools.Add(st...); err != nil {
+		return nil, err
 	}
 	opts := agent.Options{
 		Provider: prof.Provider, Log: logFunc(func(ctx context.Context, rows []session.Row) ([]session.Row, error) {
@@ -137,11 +153,12 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 		opts.Compactors = append(opts.Compactors, x.Compactors...)
 		opts.Folds = append(opts.Folds, x.Folds...)
 	}
-	opts.System = h.systemPrompt(wide, prof, s.tools)
-	rows, err := h.opts.Store.Rows(ctx, meta.ID, 0)
+	opts.Compactors = append(opts.Compactors, &s.loaded)
+	s.prompt, rows, err = h.sessionPrompt(ctx, wide, s.Level(), prof, rows, h.takeReload(meta.ID), list, problems)
 	if err != nil {
-		return nil, fmt.Errorf("read rows: %w", err)
+		return nil, err
 	}
+	opts.System = s.prompt.Text
 	s.engine, err = agent.New(opts, rows)
 	if err != nil {
 		return nil, err
@@ -417,6 +434,10 @@ func (s *Session) run(ctx context.Context, msg session.UserMessage, started func
 	}()
 	if started != nil {
 		started()
+	}
+	msg, err := s.expandSkill(msg)
+	if err != nil {
+		return agent.Result{}, err
 	}
 	s.setTitle(ctx, msg)
 	return s.engine.Run(ctx, msg)

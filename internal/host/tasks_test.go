@@ -46,7 +46,7 @@ func TestBackgroundTaskReportIsATurn(t *testing.T) {
 		t.Fatalf("report %q", text)
 	}
 	rows := s.Engine().Rows()
-	um, ok := rows[0].Entry.(session.UserMessage)
+	um, ok := rows[1].Entry.(session.UserMessage) // after the system prompt
 	if !ok || um.Source != session.SourceTask || len(um.Tasks) != 1 || um.Tasks[0] != tk.ID {
 		t.Fatalf("report row %+v", rows[0].Entry)
 	}

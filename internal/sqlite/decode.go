@@ -54,9 +54,11 @@ type wirePart struct {
 }
 
 type wireUser struct {
-	Parts  []wirePart `json:"parts"`
-	Source string     `json:"source"`
-	Tasks  []string   `json:"tasks"`
+	Parts     []wirePart `json:"parts"`
+	Source    string     `json:"source"`
+	Tasks     []string   `json:"tasks"`
+	Command   string     `json:"command"`
+	Expansion []wirePart `json:"expansion"`
 }
 
 type wireAssistant struct {
@@ -88,8 +90,11 @@ func fastDecode(kind string, payload []byte) (e session.Entry, ok bool) {
 		if !decodeStrict(payload, &w) {
 			return nil, false
 		}
-		u := session.UserMessage{Source: w.Source, Tasks: w.Tasks}
+		u := session.UserMessage{Source: w.Source, Tasks: w.Tasks, Command: w.Command}
 		u.Parts, err = toParts(w.Parts)
+		if err == nil {
+			u.Expansion, err = toParts(w.Expansion)
+		}
 		e = u
 	case "assistant":
 		var w wireAssistant
