@@ -75,6 +75,7 @@ type Config struct {
 	Schedule    Schedule
 	Serve       Serve
 	MCP         MCP
+	Store       Store
 }
 
 // Profile is a model endpoint and how to talk to it.
@@ -213,6 +214,15 @@ type Serve struct {
 	// RelayProviderErrors is whether a provider's own error text reaches
 	// clients, capped, beside meka's sentence.
 	RelayProviderErrors bool
+}
+
+// Store is the [store] table: where sessions, their locks and jobs are
+// kept.
+type Store struct {
+	// URL is a PostgreSQL database shared by hosts on several machines
+	// (postgres:// or postgresql://); empty means the SQLite file in the
+	// data directory. $MEKA_DATABASE_URL overrides it.
+	URL string
 }
 
 // MCP is the [mcp] table: the MCP servers meka connects to as a client.

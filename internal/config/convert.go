@@ -103,6 +103,7 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 	c.tools(&cfg.Tools, &f.Tools)
 	c.schedule(&cfg.Schedule, &f.Schedule)
 	c.serve(&cfg.Serve, &f.Serve)
+	c.store(&cfg.Store, &f.Store)
 	c.mcp(&cfg.MCP, &f.MCP)
 	if err := c.first(); err != nil {
 		return nil, err
@@ -298,6 +299,26 @@ func (c *converter) serve(s *Serve, fs *fileServe) {
 	if fs.RelayProviderErrors != nil {
 		s.RelayProviderErrors = *fs.RelayProviderErrors
 	}
+}
+
+func (c *converter) store(s *Store, fs *fileStore) {
+	if fs.URL == nil {
+		return
+	}
+	if err := CheckStoreURL(*fs.URL); err != nil {
+		c.fail(keyPath("store", "url"), nil, "%v", err)
+		return
+	}
+	s.URL = *fs.URL
+}
+
+// CheckStoreURL accepts an empty URL (the SQLite default) or a
+// postgres:// or postgresql:// URL.
+func CheckStoreURL(u string) error {
+	if u == "" || strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		return nil
+	}
+	return fmt.Errorf("want a postgres:// or postgresql:// URL")
 }
 
 func (c *converter) mcp(m *MCP, fm *fileMCP) {

@@ -23,6 +23,7 @@ type fileConfig struct {
 	Schedule       fileSchedule           `toml:"schedule"`
 	Serve          fileServe              `toml:"serve"`
 	MCP            fileMCP                `toml:"mcp"`
+	Store          fileStore              `toml:"store"`
 }
 
 type fileProfile struct {
@@ -72,6 +73,10 @@ type fileServe struct {
 	IdleTimeout         *string `toml:"idle_timeout" want:"a duration string such as \"30m\" or \"1h 30m\""`
 	IdleSweepInterval   *string `toml:"idle_sweep_interval" want:"a duration string such as \"30m\" or \"1h 30m\""`
 	RelayProviderErrors *bool   `toml:"relay_provider_errors"`
+}
+
+type fileStore struct {
+	URL *string `toml:"url" want:"a PostgreSQL URL such as \"postgres://meka@db.example/meka\""`
 }
 
 type fileMCP struct {

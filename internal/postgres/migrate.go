@@ -109,6 +109,9 @@ CREATE TABLE schedule_fired (
 `},
 	{3, "fork point", `ALTER TABLE sessions ADD COLUMN forked_at bigint NOT NULL DEFAULT 0;`},
 	{4, "approvals", `ALTER TABLE sessions ADD COLUMN approvals boolean NOT NULL DEFAULT false;`},
+	{5, "sub-agent call", `
+ALTER TABLE sessions ADD COLUMN parent_call_id text NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN agent text NOT NULL DEFAULT '';`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

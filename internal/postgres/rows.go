@@ -288,7 +288,7 @@ func (s *Sessions) Fork(ctx context.Context, sessionID string, throughTurn int64
 		if err != nil {
 			return err
 		}
-		m.ID, m.ParentID = u.String(), ""
+		m.ID, m.ParentID, m.ParentCallID, m.Agent = u.String(), "", "", ""
 		m.CreatedAt = db.now()
 		m.UpdatedAt = m.CreatedAt
 		var last int64

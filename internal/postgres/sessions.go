@@ -32,7 +32,7 @@ const (
 var ErrInvalidCursor = errors.New("invalid session list cursor")
 
 // metaColumns are the columns scanMeta reads, in order.
-const metaColumns = `id, title, cwd, additional_dirs, profile, project, permission, coalesce(parent_id, ''), forked_at, approvals, created_at, updated_at`
+const metaColumns = `id, title, cwd, additional_dirs, profile, project, permission, coalesce(parent_id, ''), parent_call_id, agent, forked_at, approvals, created_at, updated_at`
 
 // Close closes the DB the store is kept in.
 func (s *Sessions) Close() error { return s.db.Close() }
@@ -73,9 +73,9 @@ func (s *Sessions) Create(ctx context.Context, m session.Meta) (session.Meta, er
 		return session.Meta{}, fmt.Errorf("create session: %w", err)
 	}
 	_, err = db.pool.Exec(ctx, `
-INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, approvals, parent_id, forked_at, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, m.Approvals, nullable(m.ParentID), m.ForkedAt,
+INSERT INTO sessions (id, title, cwd, additional_dirs, profile, project, permission, approvals, parent_id, parent_call_id, agent, forked_at, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		m.ID, m.Title, m.Cwd, dirs, m.Profile, m.Project, m.Permission, m.Approvals, nullable(m.ParentID), m.ParentCallID, m.Agent, m.ForkedAt,
 		m.CreatedAt, m.UpdatedAt)
 	switch pgCode(err) {
 	case "":
@@ -174,7 +174,10 @@ func (s *Sessions) List(ctx context.Context, opts session.ListOptions) (session.
 	if opts.Cwd != "" {
 		where = append(where, "cwd = "+arg(opts.Cwd))
 	}
-	if !opts.SubAgents {
+	switch {
+	case opts.Parent != "":
+		where = append(where, "parent_id = "+arg(strings.ToLower(opts.Parent)))
+	case !opts.SubAgents:
 		where = append(where, "parent_id IS NULL")
 	}
 	if opts.Cursor != "" {
@@ -262,7 +265,7 @@ func scanMetas(rows pgx.Rows) ([]session.Meta, error) {
 func scanMeta(sc pgx.Row) (session.Meta, error) {
 	var m session.Meta
 	var dirs []byte
-	err := sc.Scan(&m.ID, &m.Title, &m.Cwd, &dirs, &m.Profile, &m.Project, &m.Permission, &m.ParentID, &m.ForkedAt, &m.Approvals, &m.CreatedAt, &m.UpdatedAt)
+	err := sc.Scan(&m.ID, &m.Title, &m.Cwd, &dirs, &m.Profile, &m.Project, &m.Permission, &m.ParentID, &m.ParentCallID, &m.Agent, &m.ForkedAt, &m.Approvals, &m.CreatedAt, &m.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Meta{}, session.ErrNotFound
 	}
