@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/host"
-	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/anthropic"
 	"meka.dev/meka/model/openai"
@@ -20,7 +18,7 @@ import (
 // app is everything a subcommand that runs turns needs.
 type app struct {
 	cfg   *config.Config
-	db    *sqlite.DB
+	db    *database
 	host  *host.Host
 	sched *scheduling // nil when [schedule] enabled = false
 }
@@ -38,19 +36,6 @@ func (a *app) close(ctx context.Context) {
 	if a.db != nil {
 		_ = a.db.Close()
 	}
-}
-
-// openDB opens the session database in the data directory.
-func (g *globals) openDB(ctx context.Context) (*sqlite.DB, error) {
-	dir, err := g.dataDirectory()
-	if err != nil {
-		return nil, err
-	}
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "meka.db"), sqlite.Options{Logger: g.logger()})
-	if err != nil {
-		return nil, &exitError{code: 1, err: err}
-	}
-	return db, nil
 }
 
 // newApp reads the config, checks that a profile can be resolved, opens
@@ -90,7 +75,7 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		}
 		perms.Default = l
 	}
-	db, err := g.openDB(ctx)
+	db, err := g.openDB(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"meka.dev/meka/internal/cli"
+	"meka.dev/meka/internal/postgres/pgtest"
 	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/script"
 )
@@ -52,6 +53,7 @@ func (e *buildError) Error() string { return "build meka: " + e.err.Error() + "\
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.Stop()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

@@ -14,8 +14,6 @@ import (
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/schedule"
 	"meka.dev/meka/internal/schedule/cron"
-	"meka.dev/meka/internal/schedule/sqlitestore"
-	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 )
@@ -52,7 +50,7 @@ missed_grace).
 		Short: "list jobs: id, session, schedule, next fire, gate, prompt",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withSchedules(cmd.Context(), g, func(db *sqlite.DB) error {
+			return withSchedules(cmd.Context(), g, func(db *database) error {
 				return listJobs(cmd.Context(), g.stdout, db, sessionID, g.now())
 			})
 		},
@@ -73,7 +71,7 @@ missed_grace).
 			if err != nil {
 				return err
 			}
-			return withSchedules(cmd.Context(), g, func(db *sqlite.DB) error {
+			return withSchedules(cmd.Context(), g, func(db *database) error {
 				return showJob(cmd.Context(), g.stdout, db, args[0], jobView{
 					now: g.now(), fallback: level, enabled: cfg.Permissions.Enabled, confined: confined(),
 				})
@@ -86,7 +84,7 @@ missed_grace).
 		Short: "cancel a job (any unique id prefix)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withSchedules(cmd.Context(), g, func(db *sqlite.DB) error {
+			return withSchedules(cmd.Context(), g, func(db *database) error {
 				return cancelJob(cmd.Context(), g.stdout, db, args[0])
 			})
 		},
@@ -114,8 +112,8 @@ on. An expression meka rejects is reported with the reason, and exit status 2.`,
 }
 
 // withSchedules runs f with the database open.
-func withSchedules(ctx context.Context, g *globals, f func(db *sqlite.DB) error) error {
-	db, err := g.openDB(ctx)
+func withSchedules(ctx context.Context, g *globals, f func(db *database) error) error {
+	db, err := g.openDB(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -136,7 +134,7 @@ func (g *globals) fallbackLevel(cfg *config.Config) (permission.Level, error) {
 	return l, nil
 }
 
-func listJobs(ctx context.Context, w io.Writer, db *sqlite.DB, sessionPrefix string, now time.Time) error {
+func listJobs(ctx context.Context, w io.Writer, db *database, sessionPrefix string, now time.Time) error {
 	sessionID := ""
 	if sessionPrefix != "" {
 		m, err := db.Sessions().Get(ctx, sessionPrefix)
@@ -145,7 +143,7 @@ func listJobs(ctx context.Context, w io.Writer, db *sqlite.DB, sessionPrefix str
 		}
 		sessionID = m.ID
 	}
-	jobs, err := sqlitestore.New(db.Schedules()).List(ctx, sessionID)
+	jobs, err := db.Schedules().List(ctx, sessionID)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -226,7 +224,7 @@ func bound(s string, n int) string {
 
 // checkPrefixes fails closed when a printed job prefix would resolve to
 // more than one job, naming the ids that collide.
-func checkPrefixes(ctx context.Context, db *sqlite.DB, ids, short []string) error {
+func checkPrefixes(ctx context.Context, db *database, ids, short []string) error {
 	var clashes []string
 	for i, p := range short {
 		found, err := db.Schedules().WithPrefix(ctx, p, 10)
@@ -252,7 +250,7 @@ func checkPrefixes(ctx context.Context, db *sqlite.DB, ids, short []string) erro
 
 // sessionPrefixes widens session ids until each is unique among those
 // printed and resolves to its session among all stored sessions.
-func sessionPrefixes(ctx context.Context, db *sqlite.DB, ids []string) (map[string]string, error) {
+func sessionPrefixes(ctx context.Context, db *database, ids []string) (map[string]string, error) {
 	short := schedule.UniquePrefixes(ids)
 	out := make(map[string]string, len(ids))
 	for i, id := range ids {
@@ -286,8 +284,8 @@ func sessionError(prefix string, err error) error {
 }
 
 // findJob resolves an id or unique prefix among every job.
-func findJob(ctx context.Context, db *sqlite.DB, prefix string) (schedule.Job, error) {
-	found, err := sqlitestore.New(db.Schedules()).WithPrefix(ctx, prefix, 10)
+func findJob(ctx context.Context, db *database, prefix string) (schedule.Job, error) {
+	found, err := db.Schedules().WithPrefix(ctx, prefix, 10)
 	if err != nil {
 		return schedule.Job{}, &exitError{code: 1, err: err}
 	}
@@ -314,7 +312,7 @@ type jobView struct {
 	confined bool
 }
 
-func showJob(ctx context.Context, w io.Writer, db *sqlite.DB, prefix string, v jobView) error {
+func showJob(ctx context.Context, w io.Writer, db *database, prefix string, v jobView) error {
 	j, err := findJob(ctx, db, prefix)
 	if err != nil {
 		return err
@@ -369,7 +367,7 @@ func showJob(ctx context.Context, w io.Writer, db *sqlite.DB, prefix string, v j
 
 // withheldLine is show's verdict on whether the job can fire: what this
 // process can establish without a host, and "unknown" for the rest.
-func withheldLine(ctx context.Context, db *sqlite.DB, j schedule.Job, v jobView) string {
+func withheldLine(ctx context.Context, db *database, j schedule.Job, v jobView) string {
 	m, err := db.Sessions().Get(ctx, j.SessionID)
 	if err != nil {
 		return "unknown: the session's level cannot be read: " + err.Error()
@@ -413,7 +411,7 @@ func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }
 
-func cancelJob(ctx context.Context, w io.Writer, db *sqlite.DB, prefix string) error {
+func cancelJob(ctx context.Context, w io.Writer, db *database, prefix string) error {
 	j, err := findJob(ctx, db, prefix)
 	if err != nil {
 		return err

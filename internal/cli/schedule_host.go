@@ -16,8 +16,6 @@ import (
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/schedule"
-	"meka.dev/meka/internal/schedule/sqlitestore"
-	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
@@ -42,7 +40,7 @@ type scheduling struct {
 // newScheduling builds the scheduler over db. It returns nil when
 // [schedule] enabled is false: the tools are hidden and nothing fires,
 // the jobs stay on disk.
-func (g *globals) newScheduling(cfg *config.Config, db *sqlite.DB) (*scheduling, error) {
+func (g *globals) newScheduling(cfg *config.Config, db *database) (*scheduling, error) {
 	sc := cfg.Schedule
 	if !sc.Enabled {
 		return nil, nil
@@ -54,7 +52,9 @@ func (g *globals) newScheduling(cfg *config.Config, db *sqlite.DB) (*scheduling,
 	}
 	scrub := keyVariables(cfg)
 	s, err := schedule.New(schedule.Options{
-		Store:               sqlitestore.New(db.Schedules()),
+		Store:               db.Schedules(),
+		Now:                 db.leaseClock,
+		Wake:                db.wake,
 		Firer:               f,
 		PollInterval:        sc.PollInterval,
 		MissedGrace:         sc.MissedGrace,

@@ -323,13 +323,13 @@ func TestSchedulingFiresIntoHost(t *testing.T) {
 		}
 		return ""
 	}}
-	sc, err := g.newScheduling(cfg, f.db)
+	sc, err := g.newScheduling(cfg, sqliteDatabase(f.db))
 	if err != nil || sc == nil {
 		t.Fatalf("newScheduling: %v %v", sc, err)
 	}
 	sc2 := *cfg
 	sc2.Schedule.Enabled = false
-	if off, err := g.newScheduling(&sc2, f.db); off != nil || err != nil || off.extension() != nil {
+	if off, err := g.newScheduling(&sc2, sqliteDatabase(f.db)); off != nil || err != nil || off.extension() != nil {
 		t.Errorf("disabled scheduling: %v %v", off, err)
 	}
 
@@ -423,7 +423,7 @@ func writeFile(t *testing.T, path, content string) {
 func TestFailedScheduledTurnWithdrawsRecurringPrompt(t *testing.T) {
 	f := newScheduleFixture(t)
 	g := &globals{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
-	sc, err := g.newScheduling(config.Default(), f.db)
+	sc, err := g.newScheduling(config.Default(), sqliteDatabase(f.db))
 	if err != nil {
 		t.Fatal(err)
 	}

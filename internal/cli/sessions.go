@@ -29,7 +29,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Short: "list sessions, newest first (this directory's unless --cwd or --all)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := g.openDB(cmd.Context())
+			db, err := g.openDB(cmd.Context(), nil)
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ func printSessions(w io.Writer, page session.Page) {
 }
 
 func showSession(ctx context.Context, g *globals, id string, asJSON bool) error {
-	db, err := g.openDB(ctx)
+	db, err := g.openDB(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,11 @@ type Options struct {
 	// sandbox's runner (see gateCommand). Tests replace it.
 	Command func(ctx context.Context, dir, command string) (*exec.Cmd, error)
 
+	// Wake, when set, is called by Run with its context; a receive on the
+	// channel it returns sweeps at once rather than at the next poll (a
+	// job created on another host sharing the store).
+	Wake func(ctx context.Context) <-chan struct{}
+
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -164,6 +169,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(s.opts.PollInterval)
 	defer t.Stop()
+	var wake <-chan struct{} // nil blocks forever
+	if s.opts.Wake != nil {
+		wake = s.opts.Wake(ctx)
+	}
 	for {
 		if _, err := s.Sweep(ctx, s.opts.Now()); err != nil && ctx.Err() == nil {
 			s.log.Warn("schedule sweep", "err", err)
@@ -172,6 +181,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-wake:
 		}
 	}
 }

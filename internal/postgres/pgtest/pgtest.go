@@ -16,6 +16,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -116,15 +118,27 @@ func NewDatabase(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("parse %s: %v", EnvURL, err)
 	}
-	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable%s",
-		quote(cfg.Host), cfg.Port, quote(cfg.User), name, password(cfg.Password))
+	return URL(cfg.Host, cfg.Port, cfg.User, cfg.Password, name)
 }
 
-func password(p string) string {
-	if p == "" {
-		return ""
+// URL spells a connection as a postgres:// URL, the form meka's config
+// takes; a Unix socket directory goes in the host parameter.
+func URL(host string, port uint16, user, password, dbname string) string {
+	u := url.URL{Scheme: "postgres", Path: "/" + dbname}
+	if password != "" {
+		u.User = url.UserPassword(user, password)
+	} else {
+		u.User = url.User(user)
 	}
-	return " password=" + quote(p)
+	q := url.Values{"sslmode": {"disable"}}
+	if strings.HasPrefix(host, "/") {
+		q.Set("host", host)
+		q.Set("port", strconv.Itoa(int(port)))
+	} else {
+		u.Host = net.JoinHostPort(host, strconv.Itoa(int(port)))
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // quote writes a keyword value as libpq reads it.

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"meka.dev/meka/internal/config"
+	"meka.dev/meka/internal/postgres"
+	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/internal/schedule/pgstore"
+	"meka.dev/meka/internal/schedule/sqlitestore"
+	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/session"
+)
+
+// database is the store every subcommand works on: the SQLite file in
+// the data directory, or a PostgreSQL database shared by hosts on several
+// machines ([store] url, $MEKA_DATABASE_URL). Nothing past this file
+// knows which.
+type database struct {
+	sessions  session.Store
+	schedules schedule.Store
+	// leaseClock is the clock a scheduler judges due occurrences and its
+	// leases by: the server's for PostgreSQL, so that hosts with skewed
+	// clocks agree; nil means the process's.
+	leaseClock func() time.Time
+	// wake, when set, watches for jobs created by other hosts.
+	wake  func(ctx context.Context) <-chan struct{}
+	close func() error
+}
+
+func (d *database) Sessions() session.Store   { return d.sessions }
+func (d *database) Schedules() schedule.Store { return d.schedules }
+func (d *database) Close() error              { return d.close() }
+
+// storeURL is the PostgreSQL database configured, "" for SQLite:
+// $MEKA_DATABASE_URL over [store] url.
+func (g *globals) storeURL(cfg *config.Config) (string, error) {
+	if u := g.getenv("MEKA_DATABASE_URL"); u != "" {
+		if err := config.CheckStoreURL(u); err != nil {
+			return "", usageError("$MEKA_DATABASE_URL: %v", err)
+		}
+		return u, nil
+	}
+	if cfg == nil {
+		c, err := g.loadConfig()
+		if err != nil {
+			return "", err
+		}
+		cfg = c
+	}
+	return cfg.Store.URL, nil
+}
+
+// openDB opens the configured database; cfg nil reads the config.
+func (g *globals) openDB(ctx context.Context, cfg *config.Config) (*database, error) {
+	url, err := g.storeURL(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if url != "" {
+		return openPostgres(ctx, url, postgres.Options{Logger: g.logger()})
+	}
+	dir, err := g.dataDirectory()
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "meka.db"), sqlite.Options{Logger: g.logger()})
+	if err != nil {
+		return nil, &exitError{code: 1, err: err}
+	}
+	return sqliteDatabase(db), nil
+}
+
+// sqliteDatabase wraps an open SQLite file.
+func sqliteDatabase(db *sqlite.DB) *database {
+	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), close: db.Close}
+}
+
+func openPostgres(ctx context.Context, url string, opts postgres.Options) (*database, error) {
+	db, err := postgres.Open(ctx, url, opts)
+	if err != nil {
+		return nil, &exitError{code: 1, err: err}
+	}
+	return &database{
+		sessions:   db.Sessions(),
+		schedules:  pgstore.New(db.Schedules()),
+		leaseClock: db.Now,
+		wake:       db.WatchJobs,
+		close:      db.Close,
+	}, nil
+}
