@@ -36,7 +36,7 @@ func (g *globals) sessionIDs(cmd *cobra.Command, prefix string) []cobra.Completi
 	if _, err := os.Stat(filepath.Join(dir, "meka.db")); err != nil {
 		return nil
 	}
-	db, err := g.openDB(cmd.Context())
+	db, err := g.openDB(cmd.Context(), nil)
 	if err != nil {
 		return nil
 	}

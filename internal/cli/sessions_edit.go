@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/session"
 )
 
@@ -118,7 +117,7 @@ first; otherwise pass --yes. To keep the dropped turns, fork the session first
 // withSessions opens the database and finds the session id names (any
 // unique prefix) and its last turn.
 func withSessions(ctx context.Context, g *globals, id string, f func(st session.Store, m session.Meta, lastTurn int64) error) error {
-	db, err := g.openDB(ctx)
+	db, err := g.openDB(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -126,7 +125,7 @@ func withSessions(ctx context.Context, g *globals, id string, f func(st session.
 	return findSession(ctx, db, id, f)
 }
 
-func findSession(ctx context.Context, db *sqlite.DB, id string, f func(st session.Store, m session.Meta, lastTurn int64) error) error {
+func findSession(ctx context.Context, db *database, id string, f func(st session.Store, m session.Meta, lastTurn int64) error) error {
 	st := db.Sessions()
 	m, err := st.Get(ctx, id)
 	if err != nil {
