@@ -47,15 +47,17 @@ var allowed = map[string][]string{
 	"internal/postgres/pgtest": {},
 	"internal/prompt":          {"model", "session", "internal/skills"},
 	// L3
-	"plan":            {"agent", "tool", "session", "model"},
-	"plan/checklist":  {"plan", "agent", "tool", "session", "model", "permission"},
-	"plan/todo":       {"plan", "agent", "tool", "session", "model", "permission"},
-	"plan/writetodos": {"plan", "agent", "tool", "session", "model", "permission"},
+	"plan":              {"agent", "tool", "session", "model"},
+	"plan/checklist":    {"plan", "agent", "tool", "session", "model", "permission"},
+	"plan/todo":         {"plan", "agent", "tool", "session", "model", "permission"},
+	"plan/writetodos":   {"plan", "agent", "tool", "session", "model", "permission"},
+	"internal/subagent": {"agent", "tool", "session", "model", "permission"},
 	// L4
+	// host satisfies subagent.Spawner, so it knows the interface's types.
 	"internal/host": {"agent", "plan", "session", "tool", "permission", "model", "internal/task",
 		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool", "internal/prompt",
 		// The skill tools the host gives every session read and write skills.
-		"internal/skills"},
+		"internal/skills", "internal/subagent"},
 	"internal/schedule/sqlitestore":  {"internal/schedule", "internal/sqlite"},
 	"internal/schedule/pgstore":      {"internal/schedule", "internal/postgres"},
 	"internal/schedule/scheduletest": {"internal/schedule", "session"},

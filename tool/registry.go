@@ -17,6 +17,7 @@ type Registry struct {
 	schemas map[string]*schema // compiled once, at Add
 	order   []string
 	deny    []string
+	allow   []string // empty allows every tool
 }
 
 // NewRegistry returns a registry that hides every tool whose name matches
@@ -25,15 +26,37 @@ func NewRegistry(deny ...string) *Registry {
 	return &Registry{tools: make(map[string]Tool), schemas: make(map[string]*schema), deny: deny}
 }
 
-// Add registers tools. A tool the deny filters match is silently left
-// out: filtering is how a user disables a feature. Adding a second tool
-// of the same name is a programming error.
+// Allow restricts the tools added from now on to those matching one of
+// globs (path.Match syntax), bookkeeping tools excepted: a sub-agent
+// definition's allow-list names capabilities, and a checklist is how the
+// agent keeps its word, not a capability. No globs allows every tool.
+func (r *Registry) Allow(globs ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.allow = globs
+}
+
+func (r *Registry) allowed(s Spec) bool {
+	if len(r.allow) == 0 || s.Bookkeeping {
+		return true
+	}
+	for _, g := range r.allow {
+		if ok, _ := path.Match(g, s.Name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Add registers tools. A tool the deny filters match, or the allow-list
+// does not, is silently left out: filtering is how a user disables a
+// feature. Adding a second tool of the same name is a programming error.
 func (r *Registry) Add(tools ...Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, t := range tools {
 		name := t.Spec().Name
-		if r.denied(name) {
+		if r.denied(name) || !r.allowed(t.Spec()) {
 			continue
 		}
 		if _, ok := r.tools[name]; ok {

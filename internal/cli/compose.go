@@ -8,6 +8,7 @@ import (
 
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/subagent"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/anthropic"
 	"meka.dev/meka/model/openai"
@@ -86,11 +87,13 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		db.Close()
 		return nil, usageError("%v", err)
 	}
+	agents := subagent.Sources{UserDir: config.AgentsDir(g.getenv), Logger: log}
 	h, err := host.New(host.Options{
 		Store:       db.Sessions(),
 		Profiles:    func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
 		Tools:       builtinTools(cfg),
-		Extensions:  append(extensions(cfg), sc.extension()...),
+		Extensions:  append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents))...),
+		Definitions: definitions(agents),
 		Deny:        cfg.Tools.Deny,
 		Permissions: perms,
 		DataDir:     dataDir,

@@ -40,9 +40,14 @@ func builtinTools(cfg *config.Config) func(env host.Env) ([]tool.Tool, error) {
 			Vision:     func() bool { return vision },
 			ScratchDir: scratch,
 		})
+		noTasks := ""
+		if env.Depth > 0 {
+			noTasks = "a sub-agent has no background tasks, since nothing would take their reports once it has answered"
+		}
 		shell := shelltool.New(shelltool.Options{
 			Roots:      func() *sandbox.Roots { return roots },
 			Tasks:      env.TaskRegistry,
+			NoTasks:    noTasks,
 			ScratchDir: scratch,
 			Env:        os.Environ(),
 			ScrubNames: scrub,

@@ -76,6 +76,16 @@ type Config struct {
 	Serve       Serve
 	MCP         MCP
 	Store       Store
+	Agents      Agents
+}
+
+// Agents is the [agents] table: sub-agents.
+type Agents struct {
+	// MaxParallel bounds a session's sub-agents running at once.
+	MaxParallel int
+	// MaxDepth is how deep sub-agents nest: 1 lets a session spawn
+	// sub-agents that spawn none, 0 offers no agent_* tools at all.
+	MaxDepth int
 }
 
 // Profile is a model endpoint and how to talk to it.
@@ -288,6 +298,7 @@ func Default() *Config {
 			DefaultPermission: permission.Unrestricted,
 			Servers:           map[string]MCPServer{},
 		},
+		Agents: Agents{MaxParallel: 4, MaxDepth: 1},
 	}
 }
 

@@ -532,3 +532,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseAgents(t *testing.T) {
+	c, err := Parse("c.toml", []byte("[agents]\nmax_parallel = 2\nmax_depth = 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Agents != (Agents{MaxParallel: 2, MaxDepth: 0}) {
+		t.Errorf("[agents] = %+v, want max_parallel 2, max_depth 0", c.Agents)
+	}
+	if d := Default().Agents; d != (Agents{MaxParallel: 4, MaxDepth: 1}) {
+		t.Errorf("default [agents] = %+v, want 4 and 1", d)
+	}
+	for _, doc := range []string{"[agents]\nmax_parallel = 0\n", "[agents]\nmax_depth = -1\n", "[agents]\nmax_paralel = 3\n"} {
+		if _, err := Parse("c.toml", []byte(doc)); err == nil {
+			t.Errorf("Parse(%q) succeeded", doc)
+		}
+	}
+}

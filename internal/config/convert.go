@@ -105,6 +105,7 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 	c.serve(&cfg.Serve, &f.Serve)
 	c.store(&cfg.Store, &f.Store)
 	c.mcp(&cfg.MCP, &f.MCP)
+	c.agents(&cfg.Agents, &f.Agents)
 	if err := c.first(); err != nil {
 		return nil, err
 	}
@@ -319,6 +320,19 @@ func CheckStoreURL(u string) error {
 		return nil
 	}
 	return fmt.Errorf("want a postgres:// or postgresql:// URL")
+}
+
+func (c *converter) agents(a *Agents, fa *fileAgents) {
+	if v := c.positive(keyPath("agents", "max_parallel"), fa.MaxParallel); v > 0 {
+		a.MaxParallel = v
+	}
+	if fa.MaxDepth != nil {
+		if *fa.MaxDepth < 0 {
+			c.fail(keyPath("agents", "max_depth"), nil, "%d is negative: 0 offers no sub-agents", *fa.MaxDepth)
+		} else {
+			a.MaxDepth = clampInt(*fa.MaxDepth)
+		}
+	}
 }
 
 func (c *converter) mcp(m *MCP, fm *fileMCP) {

@@ -81,6 +81,13 @@ func DefaultPath(getenv func(string) string) string {
 	return xdgPath(getenv, "XDG_CONFIG_HOME", ".config", "config.toml")
 }
 
+// AgentsDir returns the directory of the user's sub-agent definitions:
+// $XDG_CONFIG_HOME/meka/agents, else $HOME/.config/meka/agents; empty
+// when neither variable gives an absolute directory.
+func AgentsDir(getenv func(string) string) string {
+	return xdgPath(getenv, "XDG_CONFIG_HOME", ".config", "agents")
+}
+
 // DataDir returns meka's data directory (session database, logs):
 // $MEKA_DATA_DIR, else $XDG_DATA_HOME/meka, else $HOME/.local/share/meka.
 // It is empty when none of them gives a directory.

@@ -24,6 +24,12 @@ type fileConfig struct {
 	Serve          fileServe              `toml:"serve"`
 	MCP            fileMCP                `toml:"mcp"`
 	Store          fileStore              `toml:"store"`
+	Agents         fileAgents             `toml:"agents"`
+}
+
+type fileAgents struct {
+	MaxParallel *int64 `toml:"max_parallel" want:"a number of sub-agents"`
+	MaxDepth    *int64 `toml:"max_depth" want:"a number of levels, 0 for no sub-agents"`
 }
 
 type fileProfile struct {

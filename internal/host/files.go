@@ -36,6 +36,9 @@ const diskNote = "The editor does not serve this file, so it was written on disk
 type sessionFiles struct {
 	mu    sync.Mutex // guards files
 	files Files
+	// parent, a sub-agent's parent's, serves when nothing is attached
+	// here: a sub-agent reads and writes through its parent's front door.
+	parent *sessionFiles
 }
 
 var (
@@ -45,8 +48,12 @@ var (
 
 func (s *sessionFiles) attached() Files {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.files
+	f := s.files
+	s.mu.Unlock()
+	if f == nil && s.parent != nil {
+		return s.parent.attached()
+	}
+	return f
 }
 
 // SetFiles routes the session's file reads and writes through f; nil

@@ -89,6 +89,13 @@ type Env struct {
 	// ReadableDirs are directories every session may read beyond its
 	// workspace (Options.ReadableDirs).
 	ReadableDirs []string
+	// Depth is how many sub-agents deep the session is, 0 for a top-level
+	// one.
+	Depth int
+	// Session is the session being built, for plugins that act on it once
+	// it is open (sub-agents spawn children of it); it must not be used
+	// before its first turn.
+	Session *Session
 }
 
 // TaskLookup tells an extension about a session's background tasks.
@@ -132,8 +139,11 @@ type Options struct {
 	ReadableDirs []string
 	// Prompt says where system prompts find instructions and skills.
 	Prompt PromptOptions
-	Now    func() time.Time
-	Logger *slog.Logger
+	// Definitions resolves a named sub-agent definition for a session in
+	// cwd; nil knows none.
+	Definitions func(cwd, name string) (Definition, error)
+	Now         func() time.Time
+	Logger      *slog.Logger
 }
 
 // Host holds the sessions this process has open.
@@ -368,6 +378,9 @@ func (h *Host) ForkIn(ctx context.Context, idOrPrefix string, throughTurn int64,
 	if err != nil {
 		return nil, fmt.Errorf("fork session: %w", err)
 	}
+	if meta.ParentID != "" {
+		return nil, fmt.Errorf("fork session %s: %w", meta.ID, ErrSubAgent)
+	}
 	forked, err := h.opts.Store.Fork(ctx, meta.ID, throughTurn)
 	if err != nil {
 		return nil, fmt.Errorf("fork session: %w", err)
@@ -414,7 +427,10 @@ func (h *Host) CloseSession(ctx context.Context, id string) error {
 	if !ok {
 		return nil
 	}
-	return s.close(ctx)
+	// The turn first (its children's are canceled with it), then the
+	// children, which route through the parent until they close.
+	err := s.close(ctx)
+	return errors.Join(err, h.closeChildren(ctx, id))
 }
 
 // SweepIdle closes the open sessions that no turn runs in and that were
@@ -434,7 +450,7 @@ func (h *Host) SweepIdle(ctx context.Context, idle time.Duration) []string {
 		}
 		delete(h.open, s.id)
 		h.mu.Unlock()
-		if err := s.close(ctx); err != nil {
+		if err := errors.Join(s.close(ctx), h.closeChildren(ctx, s.id)); err != nil {
 			h.opts.Logger.Warn("release idle session", "session_id", s.id, "err", err)
 		}
 		swept = append(swept, s.id)

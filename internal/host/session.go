@@ -40,6 +40,12 @@ type Session struct {
 	// used is when the session was last used (unix nanoseconds), for the
 	// idle sweep.
 	used atomic.Int64
+	// parent is the session a sub-agent's session belongs to (children.go);
+	// depth counts its ancestors and label names it to a person. Set at
+	// load, never changed.
+	parent *Session
+	depth  int
+	label  string
 
 	mu     sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker, closed
 	closed bool       // set by close before it waits for the turn
@@ -98,13 +104,22 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 			s.shutdown() // the task registry and the report goroutine
 		}
 	}()
+	var def Definition
+	if meta.ParentID != "" {
+		if def, err = h.adopt(s, meta); err != nil {
+			return nil, err
+		}
+	}
 	extra, readable := h.roots()
 	wide := meta
 	wide.AdditionalDirs = mergeDirs(meta.Cwd, meta.AdditionalDirs, extra)
 	s.tools = tool.NewRegistry(h.opts.Deny...)
+	s.tools.Allow(def.Tools...)
 	env := Env{SessionID: meta.ID, Meta: wide, Profile: prof, DataDir: s.dataDir, Level: s.Level,
-		Files: &s.files, ReadableDirs: readable, Denied: s.tools.Denied}
-	if s.dataDir != "" {
+		Files: &s.files, ReadableDirs: readable, Denied: s.tools.Denied, Depth: s.depth, Session: s}
+	// A sub-agent has no background tasks: nothing would be there to take
+	// their reports once its turn has answered the parent.
+	if s.dataDir != "" && s.parent == nil {
 		s.startTasks()
 		env.Tasks, env.TaskRegistry = s, s.tasks
 	}
@@ -159,6 +174,12 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 		return nil, err
 	}
 	opts.System = s.prompt.Text
+	if s.parent != nil {
+		opts.System += childSystem(def)
+		if def.MaxTurns > 0 {
+			opts.MaxTurns = def.MaxTurns
+		}
+	}
 	s.engine, err = agent.New(opts, rows)
 	if err != nil {
 		return nil, err
@@ -197,8 +218,15 @@ func (s *Session) Engine() *agent.Engine { return s.engine }
 // Tools returns the tools the session offers.
 func (s *Session) Tools() *tool.Registry { return s.tools }
 
-// Level returns the session's permission level now.
-func (s *Session) Level() permission.Level { return permission.Level(s.level.Load()) }
+// Level returns the session's permission level now; a sub-agent's is never
+// above its parent's, whose changes apply to its next call.
+func (s *Session) Level() permission.Level {
+	l := permission.Level(s.level.Load())
+	if s.parent != nil {
+		l = min(l, s.parent.Level())
+	}
+	return l
+}
 
 // SetLevel changes the session's level and stores it. It applies to the
 // next tool call, even inside a running turn.
@@ -328,6 +356,9 @@ func (s *Session) SetAsker(a permission.Asker) {
 }
 
 func (s *Session) ask(ctx context.Context, req permission.Request) (permission.Decision, error) {
+	if s.parent != nil {
+		return s.forward(ctx, req)
+	}
 	s.mu.Lock()
 	a := s.asker
 	s.mu.Unlock()
@@ -338,8 +369,14 @@ func (s *Session) ask(ctx context.Context, req permission.Request) (permission.D
 }
 
 // Approvals reports whether a call above the session's level is put to
-// the front door's asker rather than refused.
-func (s *Session) Approvals() bool { return s.approvals.Load() }
+// the front door's asker rather than refused; a sub-agent follows its
+// parent.
+func (s *Session) Approvals() bool {
+	if s.parent != nil {
+		return s.parent.Approvals()
+	}
+	return s.approvals.Load()
+}
 
 // SetApprovals switches approvals and stores the switch on the session's
 // row; like a level change it applies to the next tool call, even inside a

@@ -56,6 +56,9 @@ type Options struct {
 	Roots func() *sandbox.Roots
 	// Tasks is the session's task registry; nil refuses background calls.
 	Tasks *task.Registry
+	// NoTasks, when Tasks is nil, is the reason a background call is given
+	// (a sub-agent has none); empty says the session has none.
+	NoTasks string
 	// ScratchDir is the session's scratchpad, where large output goes.
 	ScratchDir string
 	// Env is the environment commands start from (the composition root
@@ -275,7 +278,11 @@ func (t *Tool) where(call tool.Call, mode sandbox.Mode) (string, []string, error
 
 func (t *Tool) background(a args, cwd string, env []string, mode sandbox.Mode, writable []string, backend string) (tool.Result, error) {
 	if t.opts.Tasks == nil {
-		return tool.Errorf("shell_execute cannot start background tasks in this session; run the command without background."), nil
+		why := t.opts.NoTasks
+		if why == "" {
+			why = "this session has no background tasks"
+		}
+		return tool.Errorf("shell_execute cannot start a background task: %s. Run the command without background.", why), nil
 	}
 	var timeout time.Duration
 	if a.Timeout != nil {
