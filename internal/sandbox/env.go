@@ -1,15 +1,52 @@
 package sandbox
 
 import (
+	"path"
 	"slices"
 	"strings"
 )
+
+// confinedEnvNames are the variables a confined command gets from meka's
+// environment, besides the LC_* ones and what the config passes through:
+// what programs need to find themselves, their home and their locale,
+// nothing that carries a credential.
+var confinedEnvNames = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TZ", "TMPDIR"}
+
+// ConfinedEnv returns the environment of a confined command: the entries
+// of env whose names are PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG,
+// LC_*, TZ or TMPDIR, or match one of the passthrough globs (path.Match
+// syntax: "GOFLAGS", "NPM_CONFIG_*"). An allow-list, so a secret under a
+// name nobody thought of stays out. env is not modified.
+func ConfinedEnv(env []string, passthrough []string) []string {
+	out := make([]string, 0, len(confinedEnvNames))
+	for _, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		if slices.Contains(confinedEnvNames, name) || strings.HasPrefix(name, "LC_") || passes(name, passthrough) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func passes(name string, globs []string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
 
 // credentialSuffixes are the name patterns ScrubEnv removes whatever the
 // profiles say: *_API_KEY, *_TOKEN and *_SECRET, compared without regard
 // to case. The list keeps to these three on purpose: a wider net (say
 // *_PASSWORD, *_KEY) also takes variables commands need, and the names a
-// profile declares are removed exactly anyway.
+// profile declares are removed exactly anyway. Confined commands get
+// ConfinedEnv's allow-list instead; this deny-list is what unrestricted
+// commands keep.
 var credentialSuffixes = []string{"_API_KEY", "_TOKEN", "_SECRET"}
 
 // ScrubEnv returns env ("NAME=value" entries) without the credentials a

@@ -44,10 +44,12 @@ func runHelper(specJSON string, args []string) error {
 				return err
 			}
 		}
+		drop := clearAmbient
 		if os.Geteuid() == 0 {
-			if err := dropCaps(); err != nil {
-				return err
-			}
+			drop = dropCaps
+		}
+		if err := drop(); err != nil {
+			return err
 		}
 	}
 	if err := restrict(hs.Writable, hs.Network); err != nil {

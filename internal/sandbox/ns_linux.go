@@ -51,6 +51,10 @@ func sysProcAttr(ns nsKind) *syscall.SysProcAttr {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+		// Capabilities in the user namespace end at execve for a
+		// non-root uid; the helper needs these two for its mounts and
+		// the loopback, and clears them before executing the command.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}
 	}
 	return attr
 }
@@ -196,6 +200,15 @@ var keptCaps = map[int]bool{
 	unix.CAP_CHOWN: true, unix.CAP_DAC_OVERRIDE: true, unix.CAP_DAC_READ_SEARCH: true,
 	unix.CAP_FOWNER: true, unix.CAP_FSETID: true, unix.CAP_KILL: true,
 	unix.CAP_SETGID: true, unix.CAP_SETUID: true,
+}
+
+// clearAmbient drops the capabilities the helper was started with in its
+// user namespace, so the command it executes has none.
+func clearAmbient() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear capabilities: %w", err)
+	}
+	return nil
 }
 
 // dropCaps shrinks the bounding set, so the program root executes next

@@ -1,0 +1,343 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// attackMarker makes the test binary run one attack and print "ok" or
+// "denied: why" instead of the tests: the confined commands of the suite
+// are this binary, so no shell tool (nc, setfattr, python) is needed.
+const attackMarker = "__meka_attack"
+
+// runAttack performs os.Args[2:] and exits.
+func runAttack(args []string) {
+	err := attack(args[0], args[1:])
+	if err != nil {
+		fmt.Printf("denied: %v\n", err)
+	} else {
+		fmt.Println("ok")
+	}
+	os.Exit(0)
+}
+
+func attack(op string, args []string) error {
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	switch op {
+	case "write":
+		return os.WriteFile(arg(0), []byte("pwned"), 0o644)
+	case "chmod":
+		return os.Chmod(arg(0), 0o777)
+	case "utimes":
+		t := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+		return os.Chtimes(arg(0), t, t)
+	case "setxattr":
+		return unix.Setxattr(arg(0), "user.meka", []byte("x"), 0)
+	case "chown":
+		return os.Lchown(arg(0), os.Getuid(), os.Getgid())
+	case "kill":
+		pid, _ := strconv.Atoi(arg(0))
+		return unix.Kill(pid, unix.SIGCONT)
+	case "tcp":
+		c, err := net.DialTimeout("tcp", arg(0), 2*time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	case "udp":
+		c, err := net.Dial("udp", arg(0))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = c.Write([]byte(arg(1)))
+		return err
+	case "unix", "abstract":
+		c, err := net.DialTimeout("unix", arg(0), 2*time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	case "environ":
+		b, err := os.ReadFile(arg(0))
+		if err == nil && len(b) == 0 {
+			return fmt.Errorf("empty")
+		}
+		return err
+	case "env":
+		var leaked []string
+		for _, kv := range os.Environ() {
+			if strings.Contains(kv, "plantedsecret") {
+				name, _, _ := strings.Cut(kv, "=")
+				leaked = append(leaked, name)
+			}
+		}
+		if len(leaked) > 0 {
+			fmt.Printf("%d of %d secrets\n", len(leaked), len(plantedSecrets))
+			return nil
+		}
+		return fmt.Errorf("0 of %d secrets", len(plantedSecrets))
+	case "mount":
+		return unix.Mount("tmpfs", arg(0), "tmpfs", 0, "")
+	case "symlink-write":
+		link := filepath.Join(arg(0), "escape")
+		if err := os.Symlink(arg(1), link); err != nil {
+			return err
+		}
+		return os.WriteFile(link, []byte("pwned"), 0o644)
+	}
+	return fmt.Errorf("unknown attack %q", op)
+}
+
+// plantedSecrets are secret-like variables of the kind found in a
+// developer's environment; the suite plants each with a marked value.
+var plantedSecrets = []string{
+	"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID", "DATABASE_URL", "STRIPE_SECRET_KEY",
+	"SECRET_KEY", "SSH_AUTH_SOCK", "GITHUB_TOKEN", "GH_TOKEN", "NPM_TOKEN", "OPENAI_API_KEY",
+	"ANTHROPIC_API_KEY", "MY_PROVIDER_KEY", "PGPASSWORD", "MYSQL_PWD", "REDIS_URL", "SENTRY_DSN",
+	"SLACK_WEBHOOK_URL", "DOCKER_AUTH_CONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_SECRET",
+	"HF_TOKEN", "PASSWORD", "API_KEY", "VAULT_TOKEN",
+}
+
+// verdict is what a row expects at one mode: "ok", "denied" or "any"
+// (the outcome depends on who runs the suite, as mounting as root does).
+type verdict = string
+
+type attackRow struct {
+	name string
+	// args builds the attack's arguments from the suite's fixture.
+	args func(f *fixture) []string
+	// read, workspace, unrestricted are the expected outcomes.
+	read, workspace, unrestricted verdict
+	// received, for UDP, judges by what the listener got, not the sender.
+	received bool
+	// detail shows the attack's own words in the table.
+	detail bool
+}
+
+var attackRows = []attackRow{
+	{name: "write outside", args: func(f *fixture) []string { return []string{"write", f.out + "/new"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "write workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/new"} }, read: "denied", workspace: "ok", unrestricted: "ok"},
+	{name: "symlink out of workspace", args: func(f *fixture) []string { return []string{"symlink-write", f.ws, f.out + "/via-link"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "chmod outside", args: func(f *fixture) []string { return []string{"chmod", f.out + "/file"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "touch -d outside", args: func(f *fixture) []string { return []string{"utimes", f.out + "/file"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "setxattr outside", args: func(f *fixture) []string { return []string{"setxattr", f.out + "/file"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "chown outside", args: func(f *fixture) []string { return []string{"chown", f.out + "/file"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "chmod workspace", args: func(f *fixture) []string { return []string{"chmod", f.ws + "/file"} }, read: "denied", workspace: "ok", unrestricted: "ok"},
+	{name: "mount over outside", args: func(f *fixture) []string { return []string{"mount", f.out + "/mnt"} }, read: "denied", workspace: "denied", unrestricted: "any"},
+	{name: "signal outside process", args: func(f *fixture) []string { return []string{"kill", strconv.Itoa(f.victim)} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "tcp to 127.0.0.1", args: func(f *fixture) []string { return []string{"tcp", f.tcp} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "udp to 127.0.0.1", args: func(f *fixture) []string { return []string{"udp", f.udp, f.token()} }, read: "denied", workspace: "denied", unrestricted: "ok", received: true},
+	{name: "unix socket outside", args: func(f *fixture) []string { return []string{"unix", f.outSock} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "unix socket in workspace", args: func(f *fixture) []string { return []string{"unix", f.wsSock} }, read: "denied", workspace: "ok", unrestricted: "ok"},
+	{name: "abstract unix socket", args: func(f *fixture) []string { return []string{"abstract", f.abstract} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "env: 25 planted secrets", args: func(f *fixture) []string { return []string{"env"} }, read: "denied", workspace: "denied", unrestricted: "any", detail: true},
+	{name: "/proc/<meka>/environ", args: func(f *fixture) []string { return []string{"environ", fmt.Sprintf("/proc/%d/environ", os.Getpid())} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "write config dir in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/config/config.toml"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "write data dir in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/data/meka.db"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "write .git/hooks in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/hooks/pre-commit"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "write .git/config in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/config"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+}
+
+// fixture is one column's workspace, outside directory and the listeners
+// and process the attacks aim at.
+type fixture struct {
+	ws, out, tmp                        string
+	victim                              int
+	tcp, udp, outSock, wsSock, abstract string
+	udpConn                             *net.UDPConn
+	seq                                 int
+}
+
+func (f *fixture) token() string { f.seq++; return fmt.Sprintf("token-%d", f.seq) }
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{ws: canonTemp(t), out: canonTemp(t), tmp: canonTemp(t)}
+	for _, d := range []string{f.ws + "/.git/hooks", f.ws + "/config", f.ws + "/data", f.out + "/mnt"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{f.ws + "/file", f.out + "/file", f.ws + "/.git/config", f.ws + "/config/config.toml", f.ws + "/data/meka.db"} {
+		mustWrite(t, p, "keep")
+	}
+	// Unrestricted, root mounts for real: unmount before the cleanup.
+	t.Cleanup(func() { unix.Unmount(f.out+"/mnt", unix.MNT_DETACH) })
+	victim := exec.Command("sleep", "1000")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
+	f.victim = victim.Process.Pid
+
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.tcp = tl.Addr().String()
+	f.udpConn, err = net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.udp = f.udpConn.LocalAddr().String()
+	f.outSock, f.wsSock = f.out+"/agent.sock", f.ws+"/dev.sock"
+	f.abstract = fmt.Sprintf("@meka-attack-%d-%d", os.Getpid(), time.Now().UnixNano())
+	var ls []net.Listener
+	for _, addr := range []string{f.outSock, f.wsSock, f.abstract} {
+		l, err := net.Listen("unix", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	ls = append(ls, tl)
+	for _, l := range ls {
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		for _, l := range ls {
+			l.Close()
+		}
+		f.udpConn.Close()
+	})
+	return f
+}
+
+// received reports whether the UDP listener got token: loopback delivers
+// before sendto returns, so it is queued by the time the sender exited.
+func (f *fixture) received(token string) bool {
+	buf := make([]byte, 64)
+	for {
+		f.udpConn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		n, _, err := f.udpConn.ReadFromUDP(buf)
+		if err != nil {
+			return false
+		}
+		if string(buf[:n]) == token {
+			return true
+		}
+	}
+}
+
+// TestAttackSuite runs every attack at read, workspace and unrestricted on
+// each backend this machine offers, and prints the table (go test -v).
+func TestAttackSuite(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type column struct {
+		name    string
+		mode    Mode
+		backend string
+	}
+	var cols []column
+	for _, b := range usableBackends(t) {
+		cols = append(cols, column{b + "/read", ReadOnly, b}, column{b + "/workspace", Workspace, b})
+	}
+	cols = append(cols, column{"unrestricted", Unrestricted, ""})
+	if len(cols) == 1 {
+		t.Log("no backend confines here: only the unrestricted column runs")
+	}
+
+	base := []string{testPath, "HOME=" + os.Getenv("HOME")}
+	for _, s := range plantedSecrets {
+		base = append(base, s+"=plantedsecret-"+strings.ToLower(s))
+	}
+	results := make([][]string, len(attackRows))
+	failed := false
+	for _, col := range cols {
+		f := newFixture(t)
+		env := ConfinedEnv(base, nil)
+		if col.mode == Unrestricted {
+			env = ScrubEnv(base, []string{"MY_PROVIDER_KEY"})
+		}
+		// A -race binary otherwise sleeps a second as it exits.
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+		for i, row := range attackRows {
+			args := row.args(f)
+			cmd, err := Command(t.Context(), Spec{
+				Args: append([]string{exe, attackMarker}, args...), Dir: f.ws, Env: env,
+				Mode: col.mode, Writable: []string{f.ws}, TempDir: f.tmp, Backend: col.backend,
+				Protected: []string{f.ws + "/config", f.ws + "/data"},
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", col.name, err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			got := strings.TrimSpace(string(out))
+			if err != nil {
+				got = fmt.Sprintf("failed: %v %s", err, stderr.String())
+			}
+			outcome := "ok"
+			if !strings.HasSuffix(got, "ok") {
+				outcome = "denied"
+			}
+			if row.received {
+				outcome = "denied"
+				if f.received(args[len(args)-1]) {
+					outcome = "ok"
+				}
+			}
+			want := map[Mode]verdict{ReadOnly: row.read, Workspace: row.workspace, Unrestricted: row.unrestricted}[col.mode]
+			cell := outcome
+			if want != "any" && want != outcome {
+				cell = "FAIL " + outcome
+				failed = true
+				t.Errorf("%s: %s = %s, want %s (%s)", col.name, row.name, outcome, want, got)
+			}
+			if row.detail {
+				detail := strings.TrimSpace(strings.TrimSuffix(got, "ok"))
+				if _, why, ok := strings.Cut(got, "denied: "); ok {
+					detail = why
+				}
+				cell += " (" + detail + ")"
+			}
+			results[i] = append(results[i], cell)
+		}
+	}
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "attack (uid %d)", os.Getuid())
+	for _, c := range cols {
+		fmt.Fprintf(w, "\t%s", c.name)
+	}
+	fmt.Fprintln(w)
+	for i, row := range attackRows {
+		fmt.Fprintf(w, "%s\t%s\n", row.name, strings.Join(results[i], "\t"))
+	}
+	w.Flush()
+	t.Logf("attack table (Landlock ABI %d):\n%s", landlockABI(), b.String())
+	if failed {
+		t.Error("some attacks had an unexpected outcome: see the table")
+	}
+}
