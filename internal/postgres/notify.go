@@ -14,7 +14,8 @@ import (
 //
 // A goroutine holds a connection of its own LISTENing until ctx ends or
 // the DB closes, which waits for it. A lost connection is reopened with
-// backoff, and a reconnect sends a wake-up for what was missed meanwhile.
+// backoff. Each time the LISTEN takes (the first time included) a
+// wake-up is sent, for what was missed meanwhile.
 func (db *DB) WatchJobs(ctx context.Context) <-chan struct{} {
 	wake := make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -42,12 +43,10 @@ func (db *DB) listen(ctx context.Context, wake chan<- struct{}) {
 		}
 	}
 	wait := 100 * time.Millisecond
-	for first := true; ctx.Err() == nil; first = false {
+	for ctx.Err() == nil {
 		err := db.listenOnce(ctx, func() {
 			wait = 100 * time.Millisecond
-			if !first {
-				signal()
-			}
+			signal()
 		}, signal)
 		if ctx.Err() != nil {
 			return
