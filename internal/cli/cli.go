@@ -196,6 +196,7 @@ func (g *globals) loadConfig() (*config.Config, error) {
 	}
 	cfg, err := config.Load(path)
 	if err == nil {
+		g.warnInert(cfg)
 		return cfg, nil
 	}
 	if errors.Is(err, os.ErrNotExist) && !explicit {

@@ -77,6 +77,9 @@ type Config struct {
 	MCP         MCP
 	Store       Store
 	Agents      Agents
+	// Settings are the keys the file set, in document order; empty for
+	// Default.
+	Settings []Setting
 }
 
 // Agents is the [agents] table: sub-agents.

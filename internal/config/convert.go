@@ -109,6 +109,7 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 	if err := c.first(); err != nil {
 		return nil, err
 	}
+	cfg.Settings = settings(idx)
 	return cfg, nil
 }
 
