@@ -112,6 +112,7 @@ Environment:
                                          else ~/.config/meka/config.toml); keys: docs/config.md
   MEKA_DATA_DIR                          sessions and jobs (default $XDG_DATA_HOME/meka,
                                          else ~/.local/share/meka)
+  MEKA_DATABASE_URL                      a PostgreSQL database instead of the SQLite file there
   TZ                                     the zone schedules are read in, unless [schedule] timezone
 
 Exit status:

