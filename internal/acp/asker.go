@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"meka.dev/meka/permission"
+	"meka.dev/meka/tool"
 )
 
 // Permission option ids.
@@ -22,15 +23,48 @@ var _ permission.Asker = (*entry)(nil)
 // host bounds the wait (30 minutes, then deny) and a session/cancel ends
 // it at once through ctx; a cancelled or failed prompt denies.
 func (e *entry) Ask(ctx context.Context, req permission.Request) (permission.Decision, error) {
+	title := req.Title
+	if title == "" {
+		title = req.Tool
+	}
+	if req.SubAgent != "" {
+		return e.askForSubAgent(ctx, req, title), nil
+	}
 	id := req.CallID
 	var kind string
 	if cs := e.call(req.CallID); cs != nil {
 		id, kind = cs.id, kindOf(cs.kind)
 	}
-	title := req.Title
-	if title == "" {
-		title = req.Tool
+	return e.request(ctx, id, kind, title, req), nil
+}
+
+// askForSubAgent puts a sub-agent's call, which the editor never saw, on
+// a card of its own naming the sub-agent, and closes the card with the
+// answer as the screen says it; the agent_spawn card is left as it was.
+func (e *entry) askForSubAgent(ctx context.Context, req permission.Request, title string) permission.Decision {
+	e.mu.Lock()
+	id := e.ids.assign("subagent-" + req.SessionID[:min(8, len(req.SessionID))] + "-" + req.CallID)
+	e.mu.Unlock()
+	title = req.SubAgent + ": " + title
+	e.s.notify(ctx, e.id, ToolCall{ToolCallID: id, Title: title, Kind: string(tool.KindOther), Status: "pending", RawInput: rawJSON(req.Arguments)})
+	d := e.request(ctx, id, "", title, req)
+	status, word := "completed", "allowed"
+	switch d {
+	case permission.AlwaysAllow:
+		word = "always allowed"
+	case permission.Deny:
+		status, word = "failed", "denied"
+	case permission.AlwaysDeny:
+		status, word = "failed", "always denied"
 	}
+	e.s.notify(context.WithoutCancel(ctx), e.id, ToolCallUpdate{ToolCallID: id, Status: status,
+		Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(req.Tool + " " + word))}}})
+	return d
+}
+
+// request sends session/request_permission for the card id and reads the
+// answer; a cancelled or failed request denies.
+func (e *entry) request(ctx context.Context, id, kind, title string, req permission.Request) permission.Decision {
 	args := rawJSON(req.Arguments)
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, args, "", "  ") != nil {
@@ -48,18 +82,18 @@ func (e *entry) Ask(ctx context.Context, req permission.Request) (permission.Dec
 	var resp RequestPermissionResponse
 	if err := e.s.conn.Call(ctx, "session/request_permission", params, &resp); err != nil {
 		e.s.log.Debug("acp: permission request unanswered", "session_id", e.id, "err", err)
-		return permission.Deny, nil
+		return permission.Deny
 	}
 	if resp.Outcome.Outcome != "selected" {
-		return permission.Deny, nil
+		return permission.Deny
 	}
 	switch resp.Outcome.OptionID {
 	case optAllow:
-		return permission.Allow, nil
+		return permission.Allow
 	case optAlwaysAllow:
-		return permission.AlwaysAllow, nil
+		return permission.AlwaysAllow
 	case optAlwaysDeny:
-		return permission.AlwaysDeny, nil
+		return permission.AlwaysDeny
 	}
-	return permission.Deny, nil
+	return permission.Deny
 }

@@ -55,6 +55,12 @@ func (e *entry) onEvent(ev agent.Event) {
 		if u, ok := e.callOutput(ev); ok {
 			send(u)
 		}
+	case agent.ToolCallProgress:
+		// A sub-agent's recent calls, whole: clients replace a call's
+		// content rather than append to it.
+		if cs := e.call(ev.CallID); cs != nil {
+			send(ToolCallUpdate{ToolCallID: cs.id, Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(strings.Join(ev.Lines, "\n")))}}})
+		}
 	case agent.ToolCallFinished:
 		if u, ok := e.callFinished(ev); ok {
 			send(u)
