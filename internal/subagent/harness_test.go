@@ -26,7 +26,7 @@ import (
 // (the text of its first message). before, when set, is called with every
 // sub-agent request before it is answered.
 type router struct {
-	t      *testing.T
+	t      testing.TB
 	parent *script.Provider
 
 	mu       sync.Mutex // guards children
@@ -71,7 +71,7 @@ func firstText(req *model.Request) string {
 	return ""
 }
 
-func parse(t *testing.T, rounds string) *script.Provider {
+func parse(t testing.TB, rounds string) *script.Provider {
 	t.Helper()
 	s, err := script.Parse([]byte(`{"rounds":` + rounds + `}`))
 	if err != nil {
@@ -83,7 +83,7 @@ func parse(t *testing.T, rounds string) *script.Provider {
 // fixture is a host on a real SQLite file whose sessions have the
 // checklist, a probe tool (workspace level) and the agent_* tools.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	db     *sqlite.DB
 	model  *router
 	probes chan tool.Call // every probe call, by any session
@@ -98,7 +98,7 @@ type fixture struct {
 	events map[string][]agent.Event
 }
 
-func newFixture(t *testing.T, parentRounds string, children map[string]string) *fixture {
+func newFixture(t testing.TB, parentRounds string, children map[string]string) *fixture {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meka.db"), sqlite.Options{})
 	if err != nil {
