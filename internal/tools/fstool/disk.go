@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/tool"
@@ -53,6 +55,9 @@ func (Disk) WriteFileIn(ctx context.Context, path string, data []byte, roots *sa
 // readFile reads p through f, inside the roots when the call is confined
 // and f can be. The scratchpad lies outside the roots and is read as is.
 func (e *env) readFile(ctx context.Context, call tool.Call, f FS, p string) ([]byte, error) {
+	if err := checkRegular(p); err != nil {
+		return nil, err
+	}
 	if c, ok := f.(Confined); ok {
 		if r := e.sandboxRoots(call); r != nil && !e.isScratch(p) {
 			return c.ReadFileIn(ctx, p, r)
@@ -64,6 +69,9 @@ func (e *env) readFile(ctx context.Context, call tool.Call, f FS, p string) ([]b
 // writeFile writes p through f, inside the roots when the call is
 // confined and f can be.
 func (e *env) writeFile(ctx context.Context, call tool.Call, f FS, p string, data []byte) error {
+	if err := checkRegular(p); err != nil {
+		return err
+	}
 	if c, ok := f.(Confined); ok {
 		if r := e.sandboxRoots(call); r != nil {
 			return c.WriteFileIn(ctx, p, data, r)
@@ -75,10 +83,13 @@ func (e *env) writeFile(ctx context.Context, call tool.Call, f FS, p string, dat
 // openLocal opens p on the local disk for reading, inside the roots when
 // the call is confined.
 func (e *env) openLocal(call tool.Call, p string) (*os.File, error) {
+	if err := checkRegular(p); err != nil {
+		return nil, err
+	}
 	if r := e.sandboxRoots(call); r != nil && !e.isScratch(p) {
 		return sandbox.Open(p, r)
 	}
-	return os.Open(p)
+	return openRegular(p)
 }
 
 // ReadFile reads path from disk.
@@ -86,7 +97,64 @@ func (Disk) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return os.ReadFile(path)
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// errNotRegular refuses a FIFO, a device, a socket or a directory.
+var errNotRegular = errors.New("not a regular file")
+
+// checkRegular refuses a path that exists and is not a regular file,
+// naming what it is; the opens check again, against a swap.
+func checkRegular(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // a missing file is the caller's to report
+	}
+	return &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", errNotRegular, fileType(fi.Mode()))}
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return m.Type().String()
+}
+
+// openRegular opens path for reading and refuses anything but a regular
+// file: the open does not block on a FIFO, and nothing is read from a
+// FIFO, a device or a socket, which could block for ever.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", errNotRegular, fileType(fi.Mode()))}
+	}
+	// Reads of a regular file never block; the mode is only for the open.
+	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // WriteFile writes data to path atomically, keeping an existing file's
