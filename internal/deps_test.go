@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"internal/imaging":       {},
 	"internal/config":        {"permission"},
 	"internal/skills":        {},
+	"internal/termsafe":      {},
 	// L1
 	"session":             {"model"},
 	"session/sessiontest": {"session", "model"},
@@ -66,8 +67,8 @@ var allowed = map[string][]string{
 	"internal/acp/jsonrpc": {},
 	"internal/acp":         {"internal/acp/jsonrpc", "internal/imaging", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
 	"internal/httpapi":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
-	"internal/repl":        {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
-	"internal/oneshot":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
+	"internal/repl":        {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe"},
+	"internal/oneshot":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe"},
 	// L6: the composition root may import anything.
 	"internal/cli": {"*"},
 	// L7

@@ -32,7 +32,7 @@ func runOneshot(ctx context.Context, g *globals, prompt string, cont bool, resum
 	if err != nil {
 		return err
 	}
-	code := oneshot.Run(ctx, s, prompt, oneshot.Options{Stdout: g.stdout, Stderr: g.stderr, Plan: renderPlan, Verbose: g.verbose > 0})
+	code := oneshot.Run(ctx, s, prompt, oneshot.Options{Stdout: g.terminalSafe(g.stdout), Stderr: g.terminalSafe(g.stderr), Plan: renderPlan, Verbose: g.verbose > 0})
 	if code != 0 {
 		// oneshot has said why on stderr.
 		return &exitError{code: code}

@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"meka.dev/meka/internal/oneshot"
+	"meka.dev/meka/internal/termsafe"
 )
 
 // SignalError is the cause of a context canceled by a signal meka ends
@@ -50,4 +52,24 @@ func signalExit(ctx context.Context, code int) int {
 		return se.ExitCode()
 	}
 	return code
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// terminalSafe wraps w, when it is a terminal, so that text a model wrote
+// cannot drive it: control sequences are dropped, colour kept unless
+// NO_COLOR is set. Output to a file or a pipe passes unchanged.
+func (g *globals) terminalSafe(w io.Writer) io.Writer {
+	if !isTerminal(w) {
+		return w
+	}
+	return termsafe.NewWriter(w, g.getenv("NO_COLOR") == "")
 }
