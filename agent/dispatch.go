@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -207,6 +208,10 @@ func (e *Engine) runOne(ctx context.Context, p *pending) {
 			p.result.Content = append(p.result.Content, res.Content...)
 		}
 		p.result.Usage = res.Usage
+	case errors.Is(err, tool.ErrUnavailable):
+		// Not meka's failure: the model hears it and can do without.
+		p.result = session.ToolResult{CallID: c.ID, Name: c.Name, Status: session.StatusError,
+			Content: model.Parts{model.Text{Text: err.Error()}}}
 	case err != nil:
 		p.err = err
 		p.result = session.ToolResult{CallID: c.ID, Name: c.Name, Status: session.StatusError,

@@ -116,7 +116,11 @@ var ErrBusy = errors.New("a turn is already running in this session")
 type Engine struct {
 	opts   Options
 	folder *session.Folder
-	specs  []model.ToolSpec
+
+	specsMu      sync.Mutex // guards specs, specsVersion and specNames
+	specs        []model.ToolSpec
+	specsVersion uint64
+	specNames    []string
 
 	running sync.Mutex // held for the length of a turn or compaction
 
@@ -164,14 +168,8 @@ func New(opts Options, rows []session.Row) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	// The registry is complete once the engine is built: the specs the
-	// model is sent are fixed here, not rebuilt every round.
-	tools := opts.Tools.Tools()
-	specs := make([]model.ToolSpec, len(tools))
-	for i, t := range tools {
-		specs[i] = t.Spec().ModelSpec()
-	}
-	e := &Engine{opts: opts, folder: session.NewFolder(opts.Folds...), specs: specs}
+	e := &Engine{opts: opts, folder: session.NewFolder(opts.Folds...)}
+	e.toolSpecs()
 	e.rows = append([]session.Row(nil), rows...)
 	if err := e.refold(); err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)

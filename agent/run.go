@@ -78,6 +78,11 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 			e.opts.Logger.Warn("compact", "session_id", e.opts.SessionID, "err", err)
 		}
 
+		if change, ok := e.toolSpecs(); ok {
+			// The set the model sees moved (an MCP server's list changed):
+			// the log says so, so a resumed or forked session shows it.
+			e.notice(ctx, ts.turn, change)
+		}
 		resp, err := e.callModel(ctx, ts)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -188,7 +193,7 @@ func (e *Engine) request(ctx context.Context, ts *turnState) *model.Request {
 	return &model.Request{
 		System:          e.opts.System,
 		Messages:        msgs,
-		Tools:           e.specs,
+		Tools:           e.currentSpecs(),
 		MaxOutputTokens: e.opts.MaxOutputTokens,
 		Vision:          e.opts.Vision,
 		Context:         extra,

@@ -12,12 +12,24 @@ import (
 // Registry holds the tools a session may offer. It is safe for concurrent
 // use.
 type Registry struct {
-	mu      sync.RWMutex // guards tools, schemas and order
+	mu      sync.RWMutex // guards tools, schemas, order, sources and version
 	tools   map[string]Tool
-	schemas map[string]*schema // compiled once, at Add
+	schemas map[string]*schema // compiled once, at Add; nil for a passed-through schema
 	order   []string
 	deny    []string
 	allow   []string // empty allows every tool
+	sources []*source
+	// version counts changes of the set: Adds and sources that moved.
+	version uint64
+}
+
+// source is a Source and what the registry last took from it.
+type source struct {
+	src     Source
+	version uint64
+	names   []string // the tools it contributed, in order
+	loaded  bool
+	skipped func(name string, err error)
 }
 
 // NewRegistry returns a registry that hides every tool whose name matches
@@ -62,14 +74,102 @@ func (r *Registry) Add(tools ...Tool) error {
 		if _, ok := r.tools[name]; ok {
 			return fmt.Errorf("add tool %s: already registered", name)
 		}
-		sch, err := compileSchema(t.Spec())
+		sch, err := compile(t.Spec())
 		if err != nil {
 			return fmt.Errorf("add tool %s: %w", name, err)
 		}
 		r.tools[name], r.schemas[name] = t, sch
 		r.order = append(r.order, name)
 	}
+	r.version++
 	return nil
+}
+
+// compile compiles a spec's schema; a server-validated schema the
+// validator cannot express compiles to nil, which accepts any arguments.
+func compile(s Spec) (*schema, error) {
+	sch, err := compileSchema(s)
+	if err != nil && s.ServerValidated {
+		return nil, nil
+	}
+	return sch, err
+}
+
+// AddSource adds a changing set of tools. Its tools are taken on every
+// read after its Version moves; one whose name is taken, denied, or whose
+// schema does not compile is left out and reported to skipped (which may
+// be nil), called with the registry's lock held.
+func (r *Registry) AddSource(src Source, skipped func(name string, err error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sources = append(r.sources, &source{src: src, skipped: skipped})
+	r.syncLocked()
+}
+
+// sync takes the current tools of every source whose version moved.
+func (r *Registry) sync() {
+	r.mu.RLock()
+	stale := false
+	for _, s := range r.sources {
+		if !s.loaded || s.src.Version() != s.version {
+			stale = true
+			break
+		}
+	}
+	r.mu.RUnlock()
+	if stale {
+		r.mu.Lock()
+		r.syncLocked()
+		r.mu.Unlock()
+	}
+}
+
+func (r *Registry) syncLocked() {
+	for _, s := range r.sources {
+		v := s.src.Version()
+		if s.loaded && v == s.version {
+			continue
+		}
+		for _, n := range s.names {
+			delete(r.tools, n)
+			delete(r.schemas, n)
+		}
+		r.order = slices.DeleteFunc(r.order, func(n string) bool { return slices.Contains(s.names, n) })
+		s.names = s.names[:0]
+		for _, t := range s.src.Tools() {
+			name := t.Spec().Name
+			var err error
+			switch _, taken := r.tools[name]; {
+			case r.denied(name) || !r.allowed(t.Spec()):
+				continue
+			case taken:
+				err = fmt.Errorf("add tool %s: already registered", name)
+			default:
+				var sch *schema
+				if sch, err = compile(t.Spec()); err == nil {
+					r.tools[name], r.schemas[name] = t, sch
+					r.order = append(r.order, name)
+					s.names = append(s.names, name)
+					continue
+				}
+				err = fmt.Errorf("add tool %s: %w", name, err)
+			}
+			if s.skipped != nil {
+				s.skipped(name, err)
+			}
+		}
+		s.version, s.loaded = v, true
+		r.version++
+	}
+}
+
+// Version counts the changes of the registered set; it moves when a tool
+// is added or a source's set changed.
+func (r *Registry) Version() uint64 {
+	r.sync()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.version
 }
 
 // Denied reports whether the filters remove name.
@@ -88,6 +188,7 @@ func (r *Registry) denied(name string) bool {
 
 // Get returns the tool called name.
 func (r *Registry) Get(name string) (Tool, bool) {
+	r.sync()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	t, ok := r.tools[name]
@@ -96,6 +197,7 @@ func (r *Registry) Get(name string) (Tool, bool) {
 
 // Tools returns the registered tools in the order they were added.
 func (r *Registry) Tools() []Tool {
+	r.sync()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	out := make([]Tool, 0, len(r.order))
@@ -107,6 +209,7 @@ func (r *Registry) Tools() []Tool {
 
 // Names returns the registered names, sorted.
 func (r *Registry) Names() []string {
+	r.sync()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	names := slices.Clone(r.order)
@@ -118,6 +221,7 @@ func (r *Registry) Names() []string {
 // tool called name, else an error written for the model to correct its
 // call (see Validator.Validate).
 func (r *Registry) Validate(name string, args json.RawMessage) error {
+	r.sync()
 	r.mu.RLock()
 	sch, ok := r.schemas[name]
 	r.mu.RUnlock()

@@ -50,6 +50,10 @@ type Spec struct {
 	// a round spent only on them is refunded against MaxTurns and the
 	// repeat guard ignores them.
 	Bookkeeping bool
+	// ServerValidated says another program (an MCP server) validates the
+	// arguments: a schema the validator cannot express is passed to the
+	// model as it is instead of being refused, and calls go unchecked here.
+	ServerValidated bool
 }
 
 // ModelSpec is the spec as the model is told it.

@@ -264,7 +264,26 @@ type MCPServer struct {
 	// ToolPermissions sets the level of single tools, by the server's name
 	// for them.
 	ToolPermissions map[string]permission.Level
+	// Disabled servers are listed by /mcp and never started (enabled =
+	// false).
+	Disabled bool
+	// StartupTimeout bounds the connection and its initialize (default
+	// 10s); ToolTimeout bounds one call (default 60s).
+	StartupTimeout time.Duration
+	ToolTimeout    time.Duration
+	// EnabledTools, when set, are the only tools of the server offered;
+	// DisabledTools are never offered. Both hold the server's names.
+	EnabledTools  []string
+	DisabledTools []string
+	// Required servers must start: one that does not fails --oneshot.
+	Required bool
 }
+
+// Defaults of [mcp.servers.NAME].
+const (
+	DefaultMCPStartupTimeout = 10 * time.Second
+	DefaultMCPToolTimeout    = 60 * time.Second
+)
 
 // Default returns the configuration with every default and no profiles.
 func Default() *Config {

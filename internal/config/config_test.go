@@ -124,10 +124,16 @@ args = ["--root", "."]
 env = { DEBUG = "1" }
 permission = "workspace"
 tool_permissions = { delete = "unrestricted" }
+startup_timeout = "3s"
+tool_timeout = "2m"
+disabled_tools = ["delete"]
+required = true
 
 [mcp.servers.remote]
 url = "https://mcp.example.com/v1"
 headers = { Authorization = "Bearer token" }
+enabled = false
+enabled_tools = ["search"]
 `
 
 func TestParseFull(t *testing.T) {
@@ -188,10 +194,12 @@ func TestParseFull(t *testing.T) {
 			"files": {
 				Name: "files", Command: "mcp-files", Args: []string{"--root", "."}, Env: map[string]string{"DEBUG": "1"},
 				Permission: &ws, ToolPermissions: map[string]permission.Level{"delete": permission.Unrestricted},
+				StartupTimeout: 3 * time.Second, ToolTimeout: 2 * time.Minute, DisabledTools: []string{"delete"}, Required: true,
 			},
 			"remote": {
 				Name: "remote", URL: "https://mcp.example.com/v1", Headers: map[string]string{"Authorization": "Bearer token"},
-				ToolPermissions: map[string]permission.Level{},
+				ToolPermissions: map[string]permission.Level{}, Disabled: true, EnabledTools: []string{"search"},
+				StartupTimeout: DefaultMCPStartupTimeout, ToolTimeout: DefaultMCPToolTimeout,
 			},
 		},
 	}

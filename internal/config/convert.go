@@ -354,6 +354,27 @@ func (c *converter) mcp(m *MCP, fm *fileMCP) {
 			Env:             fs.Env,
 			Headers:         fs.Headers,
 			ToolPermissions: c.levelMap(key("tool_permissions"), fs.ToolPermissions),
+			StartupTimeout:  DefaultMCPStartupTimeout,
+			ToolTimeout:     DefaultMCPToolTimeout,
+			EnabledTools:    slices.Clone(fs.EnabledTools),
+			DisabledTools:   slices.Clone(fs.DisabledTools),
+		}
+		if fs.Enabled != nil {
+			s.Disabled = !*fs.Enabled
+		}
+		if fs.Required != nil {
+			s.Required = *fs.Required
+		}
+		c.duration(&s.StartupTimeout, key("startup_timeout"), fs.StartupTimeout)
+		c.duration(&s.ToolTimeout, key("tool_timeout"), fs.ToolTimeout)
+		if s.StartupTimeout <= 0 {
+			c.fail(key("startup_timeout"), nil, "a startup timeout must be longer than zero")
+		}
+		if s.ToolTimeout <= 0 {
+			c.fail(key("tool_timeout"), nil, "a tool timeout must be longer than zero")
+		}
+		if s.Disabled && s.Required {
+			c.fail(key("required"), nil, "a server cannot be both required and disabled (enabled = false)")
 		}
 		setString(&s.Command, fs.Command)
 		setString(&s.URL, fs.URL)

@@ -98,6 +98,12 @@ type fileMCPServer struct {
 	Headers         map[string]string `toml:"headers"`
 	Permission      *string           `toml:"permission" want:"a permission level name (\"none\", \"read\", \"workspace\" or \"unrestricted\")"`
 	ToolPermissions map[string]string `toml:"tool_permissions" want:"a table of tool names to permission level names" elem:"a permission level name (\"none\", \"read\", \"workspace\" or \"unrestricted\")"`
+	Enabled         *bool             `toml:"enabled"`
+	StartupTimeout  *string           `toml:"startup_timeout" want:"a duration string such as \"10s\" or \"1m\""`
+	ToolTimeout     *string           `toml:"tool_timeout" want:"a duration string such as \"60s\" or \"5m\""`
+	EnabledTools    []string          `toml:"enabled_tools" want:"a list of the server's tool names"`
+	DisabledTools   []string          `toml:"disabled_tools" want:"a list of the server's tool names"`
+	Required        *bool             `toml:"required"`
 }
 
 // Load reads and parses the config file at path. A file that cannot be read
