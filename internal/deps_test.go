@@ -42,7 +42,8 @@ var allowed = map[string][]string{
 	"agent":                    {"model", "tool", "session", "permission"},
 	"internal/tools/fstool":    {"tool", "permission", "internal/sandbox", "internal/task", "model"},
 	"internal/tools/shelltool": {"tool", "permission", "internal/sandbox", "internal/task", "model"},
-	"internal/mcp":             {"tool", "model"},
+	"internal/mcp":             {"tool", "model", "permission", "internal/sandbox", "internal/imaging"},
+	"internal/mcp/mcptest":     {},
 	"internal/sqlite":          {"session", "model"},
 	"internal/postgres":        {"session", "model"},
 	"internal/postgres/pgtest": {},
@@ -58,7 +59,7 @@ var allowed = map[string][]string{
 	"internal/host": {"agent", "plan", "session", "tool", "permission", "model", "internal/task",
 		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool", "internal/prompt",
 		// The skill tools the host gives every session read and write skills.
-		"internal/skills", "internal/subagent"},
+		"internal/skills", "internal/subagent", "internal/mcp"},
 	"internal/schedule/sqlitestore":  {"internal/schedule", "internal/sqlite"},
 	"internal/schedule/pgstore":      {"internal/schedule", "internal/postgres"},
 	"internal/schedule/scheduletest": {"internal/schedule", "session"},
@@ -82,6 +83,8 @@ var exclusive = map[string][]string{
 	"github.com/jackc/pgx/v5":                {"internal/postgres", "internal/postgres/pgtest"},
 	"github.com/openai/openai-go/v3":         {"model/openai"},
 	"github.com/anthropics/anthropic-sdk-go": {"model/anthropic"},
+	// The MCP client, and the test server built on the same SDK.
+	"github.com/modelcontextprotocol/go-sdk": {"internal/mcp", "internal/mcp/mcptest"},
 }
 
 func TestLayering(t *testing.T) {

@@ -1,0 +1,349 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"meka.dev/meka/internal/sandbox"
+)
+
+// stderrTail is how much of a stdio server's standard error is kept.
+const stderrTail = 8 << 10
+
+// server is one configured server and its connection.
+type server struct {
+	m      *Manager
+	cfg    Server
+	ready  chan struct{} // closed once the first start settled
+	stderr *tail
+
+	mu      sync.Mutex // guards state, err, conn, tools, prompts, calls, nextCall
+	state   State
+	err     error
+	conn    *conn
+	tools   []*remoteTool
+	prompts []Prompt
+	// calls are the calls in flight, by start order; an elicitation goes
+	// to the newest one's session.
+	calls    map[uint64]*inflight
+	nextCall uint64
+}
+
+// conn is one live connection.
+type conn struct {
+	cs     *sdk.ClientSession
+	cmd    *exec.Cmd // stdio only
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the connection ended
+}
+
+// inflight is a call on its way, for routing the server's requests.
+type inflight struct {
+	ctx     context.Context
+	binding *Binding
+}
+
+func (s *server) status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Status{Name: s.cfg.Name, State: s.state, Tools: len(s.tools), Prompts: len(s.prompts),
+		Required: s.cfg.Required, Err: s.err, Stderr: s.stderr.String()}
+}
+
+func (s *server) toolList() []*remoteTool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools
+}
+
+func (s *server) promptList() []Prompt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.prompts
+}
+
+// session returns the live connection's session, nil when not connected.
+func (s *server) session() *sdk.ClientSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil || s.state != StateConnected {
+		return nil
+	}
+	return s.conn.cs
+}
+
+// run connects, waits for the connection to end, and connects again
+// with backoff, until ctx ends.
+func (s *server) run(ctx context.Context) {
+	backoff := s.m.opts.MinBackoff
+	first := true
+	for {
+		c, err := s.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				s.settle(first)
+				return
+			}
+			s.m.opts.Logger.Warn("mcp: server did not start", "server", s.cfg.Name, "err", err, "stderr", s.stderr.String())
+			s.setState(StateFailed, err, "MCP server "+s.cfg.Name+" failed to start")
+		} else {
+			backoff = s.m.opts.MinBackoff
+		}
+		s.settle(first)
+		first = false
+		if c != nil {
+			select {
+			case <-c.done:
+				s.m.opts.Logger.Warn("mcp: server disconnected", "server", s.cfg.Name, "stderr", s.stderr.String())
+			case <-ctx.Done():
+			}
+			s.disconnect(c)
+			if ctx.Err() != nil {
+				return
+			}
+			s.setState(StateStarting, nil, "MCP server "+s.cfg.Name+" disconnected; reconnecting")
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		backoff = min(2*backoff, s.m.opts.MaxBackoff)
+	}
+}
+
+func (s *server) settle(first bool) {
+	if first {
+		close(s.ready)
+	}
+}
+
+// setState records a state and tells Notify when it changed.
+func (s *server) setState(st State, err error, text string) {
+	s.mu.Lock()
+	changed := s.state != st
+	s.state, s.err = st, err
+	s.mu.Unlock()
+	if changed {
+		sev := SeverityWarning
+		if st == StateConnected {
+			sev = SeverityInfo
+		}
+		s.m.notify(s.cfg.Name, sev, text)
+	}
+}
+
+// connect starts the server (stdio) or reaches it (HTTP), initializes
+// and lists its tools and prompts, within startup_timeout.
+func (s *server) connect(ctx context.Context) (*conn, error) {
+	start, cancelStart := context.WithTimeout(ctx, s.cfg.StartupTimeout)
+	defer cancelStart()
+	life, cancel := context.WithCancel(ctx)
+	c := &conn{cancel: cancel, done: make(chan struct{})}
+	transport, err := s.transport(life, c)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "meka", Version: s.m.opts.Version}, &sdk.ClientOptions{
+		ElicitationHandler: s.elicit,
+		Capabilities: &sdk.ClientCapabilities{
+			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
+		},
+		ToolListChangedHandler:   func(context.Context, *sdk.ToolListChangedRequest) { s.relist(ctx, c) },
+		PromptListChangedHandler: func(context.Context, *sdk.PromptListChangedRequest) { s.relist(ctx, c) },
+	})
+	cs, err := client.Connect(start, transport, nil)
+	if err != nil {
+		s.kill(c)
+		if start.Err() != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("connect: no answer to initialize within %s", s.cfg.StartupTimeout)
+		}
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	c.cs = cs
+	tools, prompts, err := s.list(start, cs)
+	if err != nil {
+		_ = cs.Close()
+		s.kill(c)
+		return nil, err
+	}
+	s.m.wg.Add(1)
+	go func() {
+		defer s.m.wg.Done()
+		_ = cs.Wait()
+		close(c.done)
+	}()
+	s.mu.Lock()
+	s.conn, s.tools, s.prompts = c, tools, prompts
+	s.mu.Unlock()
+	s.setState(StateConnected, nil, fmt.Sprintf("MCP server %s connected", s.cfg.Name))
+	s.m.rebuild()
+	return c, nil
+}
+
+// transport returns how to reach the server; a stdio server's process
+// lives as long as life.
+func (s *server) transport(life context.Context, c *conn) (sdk.Transport, error) {
+	if s.cfg.URL != "" {
+		headers := make(http.Header, len(s.cfg.Headers))
+		for k, v := range s.cfg.Headers {
+			headers.Set(k, os.Expand(v, s.m.opts.Getenv))
+		}
+		return &sdk.StreamableClientTransport{
+			Endpoint:   os.Expand(s.cfg.URL, s.m.opts.Getenv),
+			HTTPClient: &http.Client{Transport: headerTransport{headers: headers}},
+		}, nil
+	}
+	env := slices.Clone(s.m.opts.Env)
+	for k, v := range s.cfg.Env {
+		env = append(env, k+"="+v)
+	}
+	cmd, err := sandbox.Command(life, sandbox.Spec{
+		Args: append([]string{s.cfg.Command}, s.cfg.Args...), Env: env, Mode: sandbox.Unrestricted,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	cmd.Stderr = s.stderr
+	c.cmd = cmd
+	return &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil
+}
+
+// list fetches the server's tools and prompts.
+func (s *server) list(ctx context.Context, cs *sdk.ClientSession) ([]*remoteTool, []Prompt, error) {
+	caps := cs.InitializeResult().Capabilities
+	var tools []*remoteTool
+	if caps == nil || caps.Tools != nil {
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return nil, nil, fmt.Errorf("list tools: %w", err)
+			}
+			if !s.offers(t.Name) {
+				continue
+			}
+			rt, err := newRemoteTool(s, t)
+			if err != nil {
+				s.m.opts.Logger.Warn("mcp: tool left out", "server", s.cfg.Name, "tool", t.Name, "err", err)
+				continue
+			}
+			tools = append(tools, rt)
+		}
+	}
+	var prompts []Prompt
+	if caps != nil && caps.Prompts != nil {
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				return nil, nil, fmt.Errorf("list prompts: %w", err)
+			}
+			prompts = append(prompts, newPrompt(s, p))
+		}
+	}
+	return tools, prompts, nil
+}
+
+// offers applies enabled_tools and disabled_tools.
+func (s *server) offers(name string) bool {
+	if len(s.cfg.EnabledTools) > 0 && !slices.Contains(s.cfg.EnabledTools, name) {
+		return false
+	}
+	return !slices.Contains(s.cfg.DisabledTools, name)
+}
+
+// relist takes the server's lists again after it said they changed. It
+// runs on a goroutine of its own: the notification's handler must return
+// before the answer to a new request can be read.
+func (s *server) relist(ctx context.Context, c *conn) {
+	s.m.wg.Add(1)
+	go func() {
+		defer s.m.wg.Done()
+		lctx, cancel := context.WithTimeout(ctx, s.cfg.StartupTimeout)
+		defer cancel()
+		s.mu.Lock()
+		current := s.conn == c
+		s.mu.Unlock()
+		if !current {
+			return // still connecting, whose own listing is under way
+		}
+		tools, prompts, err := s.list(lctx, c.cs)
+		if err != nil {
+			s.m.opts.Logger.Warn("mcp: list again", "server", s.cfg.Name, "err", err)
+			return
+		}
+		s.mu.Lock()
+		if s.conn != c {
+			s.mu.Unlock()
+			return
+		}
+		s.tools, s.prompts = tools, prompts
+		s.mu.Unlock()
+		s.m.rebuild()
+	}()
+}
+
+// disconnect closes a connection and kills what is left of its process.
+// The server's tools stay listed, so that a connection that comes back
+// does not change what the model is offered; calls meanwhile fail.
+func (s *server) disconnect(c *conn) {
+	s.mu.Lock()
+	if s.conn == c {
+		s.conn = nil
+	}
+	s.mu.Unlock()
+	_ = c.cs.Close()
+	s.kill(c)
+}
+
+// kill ends a stdio server's whole process group.
+func (s *server) kill(c *conn) {
+	c.cancel()
+	if c.cmd != nil {
+		_ = sandbox.KillGroup(c.cmd)
+	}
+}
+
+// headerTransport adds a server's configured headers to every request.
+type headerTransport struct{ headers http.Header }
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, vs := range t.headers {
+		r.Header[k] = vs
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// tail keeps the last bytes written to it.
+type tail struct {
+	mu  sync.Mutex // guards buf
+	buf []byte
+	max int
+}
+
+func newTail(n int) *tail { return &tail{max: n} }
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,234 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"meka.dev/meka/permission"
+	"meka.dev/meka/tool"
+)
+
+// remoteTool is a server's tool as listed, shared by every session.
+type remoteTool struct {
+	s        *server
+	name     string // meka's
+	remote   string // the server's
+	desc     string
+	schema   json.RawMessage
+	readOnly bool
+	titleArg string // the argument that identifies a call, "" for none
+}
+
+func newRemoteTool(s *server, t *sdk.Tool) (*remoteTool, error) {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil || len(schema) == 0 || string(schema) == "null" {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	desc := t.Description
+	if desc == "" && t.Annotations != nil {
+		desc = t.Annotations.Title
+	}
+	if desc == "" {
+		desc = t.Title
+	}
+	rt := &remoteTool{s: s, name: ToolName(s.cfg.Name, t.Name), remote: t.Name,
+		desc: desc, schema: schema, titleArg: identifyingArg(schema)}
+	rt.readOnly = t.Annotations != nil && t.Annotations.ReadOnlyHint
+	return rt, nil
+}
+
+// identifyingArg picks the argument a call's title shows: a well-known
+// name among the schema's string properties, else its first required
+// string property.
+func identifyingArg(schema json.RawMessage) string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return ""
+	}
+	isString := func(n string) bool {
+		p, ok := s.Properties[n]
+		return ok && p.Type == "string"
+	}
+	for _, n := range []string{"path", "file", "filename", "uri", "url", "query", "command", "name", "id"} {
+		if isString(n) {
+			return n
+		}
+	}
+	for _, n := range s.Required {
+		if isString(n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// Binding is what a session's view of the servers carries: who answers
+// elicitations, where large results go, whether images reach the model.
+type Binding struct {
+	// Elicitor answers a server's elicitation raised during one of the
+	// session's calls; nil declines every one.
+	Elicitor Elicitor
+	// ScratchDir is where a result too large to carry inline is written;
+	// empty cuts it instead.
+	ScratchDir string
+	// Vision reports whether the session's model reads images; nil means
+	// it does not.
+	Vision func() bool
+}
+
+// Source returns the tools of every server as a tool.Source bound to b.
+func (m *Manager) Source(b *Binding) tool.Source { return &source{m: m, b: b} }
+
+type source struct {
+	m *Manager
+	b *Binding
+}
+
+func (s *source) Version() uint64 { return s.m.Version() }
+
+func (s *source) Tools() []tool.Tool {
+	rts := s.m.currentTools()
+	out := make([]tool.Tool, len(rts))
+	for i, rt := range rts {
+		out[i] = &Tool{rt: rt, b: s.b}
+	}
+	return out
+}
+
+// Tool is a server's tool as one session sees it.
+type Tool struct {
+	rt *remoteTool
+	b  *Binding
+}
+
+var (
+	_ tool.Tool   = (*Tool)(nil)
+	_ tool.Titler = (*Tool)(nil)
+)
+
+// Server returns the name of the server the tool belongs to.
+func (t *Tool) Server() string { return t.rt.s.cfg.Name }
+
+// Spec describes the tool. Its level is resolved at every call, from the
+// server's config and the tool's annotations as last listed.
+func (t *Tool) Spec() tool.Spec {
+	rt := t.rt
+	kind := tool.KindOther
+	if rt.readOnly {
+		kind = tool.KindRead
+	}
+	return tool.Spec{
+		Name:            rt.name,
+		Description:     rt.desc,
+		Schema:          rt.schema,
+		Level:           rt.s.m.level(rt.s.cfg, rt.remote, rt.readOnly),
+		Kind:            kind,
+		ParallelSafe:    rt.readOnly,
+		ServerValidated: true,
+	}
+}
+
+// Title is the tool's name and the argument that identifies the call.
+func (t *Tool) Title(args json.RawMessage) string {
+	if t.rt.titleArg == "" {
+		return t.rt.name
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return t.rt.name
+	}
+	var v string
+	if json.Unmarshal(m[t.rt.titleArg], &v) != nil || v == "" {
+		return t.rt.name
+	}
+	v = strings.Join(strings.Fields(v), " ")
+	if r := []rune(v); len(r) > 120 {
+		v = string(r[:119]) + "…"
+	}
+	return t.rt.name + " " + v
+}
+
+// Run calls the tool on its server. A server that is not connected is
+// tool.ErrUnavailable; one that does not answer within tool_timeout is a
+// failed result saying so, and the call is cancelled on the server.
+func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+	s := t.rt.s
+	cs := s.session()
+	if cs == nil {
+		return tool.Result{}, fmt.Errorf("%w: the MCP server %s is not connected; try again later or do without it", tool.ErrUnavailable, s.cfg.Name)
+	}
+	var args map[string]any
+	if len(call.Arguments) > 0 {
+		if err := json.Unmarshal(call.Arguments, &args); err != nil {
+			return tool.Errorf("%s was not run: the arguments are not a JSON object: %v", t.rt.name, err), nil
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.ToolTimeout)
+	defer cancel()
+	done := s.track(cctx, t.b)
+	defer done()
+	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: t.rt.remote, Arguments: args})
+	switch {
+	case ctx.Err() != nil:
+		return tool.Result{}, fmt.Errorf("call %s: %w", t.rt.name, context.Cause(ctx))
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return tool.Errorf("%s did not answer within %s (its tool_timeout), so the call was cancelled.", t.rt.name, s.cfg.ToolTimeout), nil
+	case err != nil && !errors.As(err, new(*jsonrpc.Error)):
+		// Not the server's answer: the connection failed under the call.
+		s.m.opts.Logger.Info("mcp: call failed", "server", s.cfg.Name, "tool", t.rt.remote, "err", err)
+		return tool.Result{}, fmt.Errorf("%w: the MCP server %s disconnected during the call", tool.ErrUnavailable, s.cfg.Name)
+	case err != nil:
+		return tool.Errorf("%s failed: %v", t.rt.name, err), nil
+	}
+	return t.result(call, res), nil
+}
+
+// track records a call in flight, for routing the server's elicitation.
+func (s *server) track(ctx context.Context, b *Binding) (done func()) {
+	s.mu.Lock()
+	if s.calls == nil {
+		s.calls = make(map[uint64]*inflight)
+	}
+	s.nextCall++
+	id := s.nextCall
+	s.calls[id] = &inflight{ctx: ctx, binding: b}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.calls, id)
+		s.mu.Unlock()
+	}
+}
+
+// newest returns the most recent call in flight, nil when none is.
+func (s *server) newest() *inflight {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best uint64
+	for id := range s.calls {
+		best = max(best, id)
+	}
+	return s.calls[best]
+}
+
+// Level resolves the level a call of the server tool named name (meka's
+// name) needs, as Spec does; ok is false when no listed tool has it.
+func (m *Manager) Level(name string) (permission.Level, bool) {
+	for _, rt := range m.currentTools() {
+		if rt.name == name {
+			return m.level(rt.s.cfg, rt.remote, rt.readOnly), true
+		}
+	}
+	return 0, false
+}
