@@ -110,7 +110,9 @@ func New(o Options) *sdk.Server {
 	s.AddTool(&sdk.Tool{Name: "grow", Description: "Adds the tool added.", InputSchema: obj(``)},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			s.AddTool(&sdk.Tool{Name: "added", Description: "Added later.", InputSchema: obj(``)},
-				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("added ran"), nil })
+				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+					return text("added ran"), nil
+				})
 			return text("grown"), nil
 		})
 	s.AddTool(&sdk.Tool{Name: "die", Description: "Ends the server.", InputSchema: obj(``)},
@@ -121,7 +123,9 @@ func New(o Options) *sdk.Server {
 	s.AddTool(&sdk.Tool{Name: "a.b", Description: "Dotted.", InputSchema: obj(``)},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("dotted"), nil })
 	s.AddTool(&sdk.Tool{Name: "a_b", Description: "Underscored.", InputSchema: obj(``)},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("underscored"), nil })
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text("underscored"), nil
+		})
 	s.AddTool(&sdk.Tool{Name: "refs", Description: "A schema with $defs.",
 		InputSchema: json.RawMessage(`{"type":"object","$defs":{"n":{"type":"integer"}},"properties":{"n":{"$ref":"#/$defs/n"}}}`)},
 		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
