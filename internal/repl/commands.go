@@ -64,6 +64,14 @@ func parseCommand(text string) (name, args string, ok bool) {
 // wait for its end.
 func (m *screen) command(name, args, typed string) tea.Cmd {
 	if m.busy || m.submitting != "" {
+		if name == "profile" || name == "cd" {
+			// The host's rule, in ACP's words.
+			m.commit(m.st.dim("> " + oneLine(typed)))
+			m.commit(direction(m.st, session.Notice{Severity: session.SeverityWarning,
+				Title: "cannot switch " + map[string]string{"profile": "profile", "cd": "directory"}[name] + " while a turn is in flight; cancel it first"}, m.width)...)
+			m.comp.set(typed)
+			return nil
+		}
 		for _, c := range commands {
 			if c.name == name && !c.now {
 				m.queued = append(m.queued, typed)

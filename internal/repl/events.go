@@ -162,9 +162,7 @@ func (m *screen) turnEnded(res agent.Result) tea.Cmd {
 		typed := m.comp.value()
 		m.comp.restore(*m.stash)
 		m.stash = nil
-		if typed != "" {
-			m.comp.text = append(m.comp.text, []rune("\n"+typed)...)
-		}
+		m.giveBack(typed)
 	}
 	m.giveBack(back...)
 	if len(m.queued) > 0 {

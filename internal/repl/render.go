@@ -273,6 +273,9 @@ func planBlock(st styles, c plan.Changed, width int, all bool) []string {
 		out = append(out, lead+fit(r, avail))
 	}
 	if done > 0 && !all {
+		if width < 40 {
+			pad = ""
+		}
 		out = append(out, st.dim(fit(fmt.Sprintf("%s(%d done)", pad, done), width)))
 	}
 	return out

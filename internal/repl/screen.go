@@ -293,16 +293,17 @@ func (m *screen) runDone(msg runDoneMsg) tea.Cmd {
 // giveBack puts text the session did not take into the composer, after
 // what is there.
 func (m *screen) giveBack(texts ...string) {
-	var parts []string
-	if v := m.comp.value(); v != "" {
-		parts = append(parts, v)
-	}
 	for _, t := range texts {
-		if t != "" {
-			parts = append(parts, t)
+		if t == "" {
+			continue
 		}
+		if len(m.comp.text) == 0 {
+			m.comp.set(t)
+			continue
+		}
+		// Appended; the cursor stays where the user left it.
+		m.comp.text = append(m.comp.text, []rune("\n"+t)...)
 	}
-	m.comp.set(strings.Join(parts, "\n"))
 }
 
 // interruptTurn asks the running turn to stop; TurnEnded hands back what

@@ -1,0 +1,468 @@
+package repl
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/plan"
+	"meka.dev/meka/session"
+)
+
+// The model driven by typed events and keys, with an injected clock.
+// Commits stay in the outbox (no first frame), where the tests read them.
+
+type harness struct {
+	t   *testing.T
+	m   *screen
+	f   *fakeSession
+	clk *clock
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	f := newFake()
+	clk := newClock()
+	m := newScreen(t.Context(), f, Options{Width: 100, Height: 20, Now: clk.now,
+		Levels: []permission.Level{permission.Read, permission.Workspace, permission.Unrestricted}})
+	m.hold(f)
+	return &harness{t: t, m: m, f: f, clk: clk}
+}
+
+func (h *harness) send(msgs ...tea.Msg) {
+	for _, msg := range msgs {
+		h.m.Update(msg)
+	}
+}
+
+func (h *harness) typeText(s string) {
+	for _, r := range s {
+		if r == '\n' {
+			h.send(keyMod(tea.KeyEnter, tea.ModAlt))
+			continue
+		}
+		h.send(keyText(string(r)))
+	}
+}
+
+func (h *harness) event(ev agent.Event) { h.send(eventMsg{sid: h.f.id, ev: ev}) }
+
+func (h *harness) committed() string { return strings.Join(h.m.outbox, "\n") }
+
+func (h *harness) wantCommitted(parts ...string) {
+	h.t.Helper()
+	got := h.committed()
+	for _, p := range parts {
+		if !strings.Contains(got, p) {
+			h.t.Errorf("scrollback lacks %q:\n%s", p, got)
+		}
+	}
+}
+
+func userTurn(text string) agent.TurnStarted {
+	return agent.TurnStarted{Turn: 1, Input: session.UserMessage{Parts: model.Parts{model.Text{Text: text}}}}
+}
+
+func scheduledTurn(prompt string) agent.TurnStarted {
+	return agent.TurnStarted{Turn: 2, Input: session.UserMessage{Source: session.SourceSchedule, Parts: model.Parts{
+		model.Text{Text: prompt}, model.Text{Text: "[Scheduled job 7f3a1b2c, every 30m, fired at 2026-08-11 15:22 CEST.]"}}}}
+}
+
+func ended(stop agent.StopReason) agent.TurnEnded {
+	return agent.TurnEnded{Result: agent.Result{Stop: stop}}
+}
+
+// A job firing at an idle prompt takes it: the half-typed draft is saved,
+// and handed back when the turn ends, however it ends, with what was
+// typed meanwhile after it and the cursor where it was.
+func TestScheduledTurnHandsBackTheDraft(t *testing.T) {
+	for _, stop := range []agent.StopReason{agent.StopEndTurn, agent.StopCanceled, agent.StopFailed, agent.StopMaxTokens, agent.StopRefusal, agent.StopMaxTurns} {
+		t.Run(string(stop), func(t *testing.T) {
+			h := newHarness(t)
+			h.typeText("check the deplo")
+			h.send(keyCode(tea.KeyLeft), keyCode(tea.KeyLeft)) // cursor inside the word
+			h.event(scheduledTurn("look at the deploy"))
+			if h.m.comp.value() != "" || !strings.Contains(h.m.status().note, "draft saved") {
+				t.Fatalf("composer %q note %q after the fire", h.m.comp.value(), h.m.status().note)
+			}
+			h.typeText("and the logs") // typed during the turn, not sent
+			h.event(agent.TextChunk{Text: "Deploy is green.\n"})
+			h.event(ended(stop))
+			if got, want := h.m.comp.value(), "check the deplo\nand the logs"; got != want {
+				t.Fatalf("composer %q, want %q", got, want)
+			}
+			if h.m.comp.cursor != len("check the deplo")-2 {
+				t.Errorf("cursor %d, want it where it was", h.m.comp.cursor)
+			}
+			h.wantCommitted("(Scheduled job 7f3a1b2c, every 30m, fired at 2026-08-11 15:22 CEST)", "> look at the deploy", "Deploy is green.")
+		})
+	}
+}
+
+// A key pressed before the fire belongs to the draft, one after it to the
+// new composer: both come back, in order.
+func TestKeysAroundAFire(t *testing.T) {
+	h := newHarness(t)
+	h.typeText("ab")
+	h.event(scheduledTurn("job"))
+	h.typeText("c")
+	h.send(keyCode(tea.KeyEnter)) // during the turn: a steer
+	if len(h.f.steered) != 1 || h.f.steered[0] != "c" {
+		t.Fatalf("steered %q", h.f.steered)
+	}
+	h.event(ended(agent.StopEndTurn))
+	// The steer was never delivered: it comes back too.
+	if got := h.m.comp.value(); got != "ab\nc" {
+		t.Fatalf("composer %q", got)
+	}
+}
+
+// Enter during a turn steers; a steer the turn took is committed where it
+// was delivered and leaves the pending list.
+func TestSteerDelivered(t *testing.T) {
+	h := newHarness(t)
+	h.typeText("fix it")
+	h.send(keyCode(tea.KeyEnter))
+	if h.m.submitting != "fix it" {
+		t.Fatalf("submitting %q", h.m.submitting)
+	}
+	h.event(userTurn("fix it"))
+	h.typeText("also the logs")
+	h.send(keyCode(tea.KeyEnter))
+	if len(h.m.steers) != 1 {
+		t.Fatalf("pending steers %q", h.m.steers)
+	}
+	lines, _, _ := h.m.frame()
+	if !strings.Contains(strings.Join(lines, "\n"), "steer (goes with the next tool results): also the logs") {
+		t.Errorf("live region lacks the pending steer:\n%s", strings.Join(lines, "\n"))
+	}
+	h.event(agent.UserMessage{Message: session.UserMessage{Source: session.SourceSteer, Parts: model.Parts{model.Text{Text: "also the logs"}}}})
+	if len(h.m.steers) != 0 {
+		t.Fatalf("delivered steer still pending: %q", h.m.steers)
+	}
+	h.event(ended(agent.StopEndTurn))
+	h.wantCommitted("> fix it", "> also the logs")
+	if h.m.comp.value() != "" {
+		t.Errorf("composer %q after a delivered steer", h.m.comp.value())
+	}
+}
+
+// Esc interrupts and hands back the steers and queued prompts the turn
+// never took.
+func TestEscHandsBackUndeliveredText(t *testing.T) {
+	h := newHarness(t)
+	h.typeText("long job")
+	h.send(keyCode(tea.KeyEnter))
+	h.event(userTurn("long job"))
+	h.typeText("steer one")
+	h.send(keyCode(tea.KeyEnter))
+	h.typeText("after it")
+	h.send(keyCode(tea.KeyTab)) // queued for after the turn
+	h.send(keyCode(tea.KeyEsc))
+	if h.f.canceled != 1 {
+		t.Fatalf("Cancel called %d times", h.f.canceled)
+	}
+	h.event(ended(agent.StopCanceled))
+	if got := h.m.comp.value(); got != "steer one\nafter it" {
+		t.Fatalf("composer %q", got)
+	}
+	h.wantCommitted("(interrupted)")
+	if len(h.m.queued) != 0 || h.m.submitting != "" {
+		t.Errorf("queued %q submitting %q after an interrupt", h.m.queued, h.m.submitting)
+	}
+}
+
+// A typed prompt that loses the race to a job's turn waits for it and
+// then runs; nothing is dropped.
+func TestBusyPromptRunsAfterTheTurn(t *testing.T) {
+	h := newHarness(t)
+	h.typeText("mine")
+	h.send(keyCode(tea.KeyEnter))
+	h.event(scheduledTurn("job"))
+	h.send(runDoneMsg{text: "mine", err: agent.ErrBusy})
+	if len(h.m.queued) != 1 {
+		t.Fatalf("queued %q", h.m.queued)
+	}
+	h.event(ended(agent.StopEndTurn))
+	if h.m.submitting != "mine" {
+		t.Fatalf("the queued prompt did not start: submitting %q", h.m.submitting)
+	}
+}
+
+// A prompt the session refuses outright comes back to the composer.
+func TestFailedSendGivesTextBack(t *testing.T) {
+	h := newHarness(t)
+	h.typeText("hello")
+	h.send(keyCode(tea.KeyEnter))
+	h.send(runDoneMsg{text: "hello", err: errors.New("session is closed")})
+	if h.m.comp.value() != "hello" {
+		t.Fatalf("composer %q", h.m.comp.value())
+	}
+	h.wantCommitted("Not sent: session is closed")
+}
+
+// Ctrl+C: interrupt a turn, else clear a draft (kept in history), else arm
+// quitting; a second one within the window quits, one after it re-arms.
+func TestCtrlCOrder(t *testing.T) {
+	h := newHarness(t)
+	ctrlC := keyMod('c', tea.ModCtrl)
+	h.typeText("draft")
+	h.send(ctrlC)
+	if h.m.comp.value() != "" || h.m.quitting {
+		t.Fatalf("draft %q quitting %v", h.m.comp.value(), h.m.quitting)
+	}
+	h.send(keyCode(tea.KeyUp))
+	if h.m.comp.value() != "draft" {
+		t.Fatalf("history gave %q", h.m.comp.value())
+	}
+	h.send(ctrlC) // clears again
+	h.send(ctrlC) // arms
+	if h.m.quitting || !h.m.status().quitArmed {
+		t.Fatal("first Ctrl+C on an empty prompt did not arm")
+	}
+	h.clk.add(2 * time.Second)
+	h.send(ctrlC) // the window passed: arms again
+	if h.m.quitting {
+		t.Fatal("quit outside the window")
+	}
+	h.clk.add(500 * time.Millisecond)
+	h.send(ctrlC)
+	if !h.m.quitting {
+		t.Fatal("second Ctrl+C did not quit")
+	}
+
+	h = newHarness(t)
+	h.event(userTurn("x"))
+	h.send(ctrlC)
+	if h.f.canceled != 1 || h.m.quitting {
+		t.Fatalf("during a turn: canceled %d quitting %v", h.f.canceled, h.m.quitting)
+	}
+}
+
+// Shift+Tab cycles the enabled levels and writes each through the
+// session; a refused change says so.
+func TestShiftTabCyclesLevels(t *testing.T) {
+	h := newHarness(t)
+	shiftTab := keyMod(tea.KeyTab, tea.ModShift)
+	var got []permission.Level
+	h.f.setLevel = func(l permission.Level) error { got = append(got, l); return nil }
+	h.send(shiftTab, shiftTab, shiftTab)
+	want := []permission.Level{permission.Unrestricted, permission.Read, permission.Workspace}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("levels %v, want %v", got, want)
+	}
+	h.wantCommitted("(permission: unrestricted)", "(permission: read)")
+	h.f.setLevel = func(permission.Level) error { return errors.New("database is locked") }
+	h.send(shiftTab)
+	h.wantCommitted("(! permission unchanged: database is locked)")
+}
+
+// /profile and /cd are refused while a turn runs, in the host's words,
+// and the text stays in the composer; /status answers at once.
+func TestCommandsDuringATurn(t *testing.T) {
+	h := newHarness(t)
+	h.event(userTurn("x"))
+	h.typeText("/profile sonnet")
+	h.send(keyCode(tea.KeyEnter))
+	h.wantCommitted("cannot switch profile while a turn is in flight; cancel it first")
+	if h.m.comp.value() != "/profile sonnet" {
+		t.Errorf("composer %q", h.m.comp.value())
+	}
+	h.m.comp.clear()
+	h.typeText("/status")
+	h.send(keyCode(tea.KeyEnter))
+	h.wantCommitted("Permission: workspace", "Profile: opus", "no model call")
+	h.typeText("/compact")
+	h.send(keyCode(tea.KeyEnter))
+	if len(h.m.queued) != 1 || h.m.queued[0] != "/compact" {
+		t.Fatalf("queued %q", h.m.queued)
+	}
+	if len(h.f.steered) != 0 {
+		t.Fatalf("a command was steered to the model: %q", h.f.steered)
+	}
+}
+
+func TestSlashGrammar(t *testing.T) {
+	cases := []struct {
+		text, name, args string
+		local            bool
+	}{
+		{"/status", "status", "", true},
+		{"  /schedule show 7f3a ", "schedule", "show 7f3a", true},
+		{"/usage why?", "usage", "why?", true},
+		{"/etc/hosts", "", "", false},
+		{"//x", "", "", false},
+		{"/unknown thing", "", "", false},
+		{"status", "", "", false},
+		{"/status\nand more", "status", "and more", true},
+	}
+	for _, c := range cases {
+		name, args, ok := parseCommand(c.text)
+		if ok != c.local || name != c.name || args != c.args {
+			t.Errorf("parseCommand(%q) = %q %q %v, want %q %q %v", c.text, name, args, ok, c.name, c.args, c.local)
+		}
+	}
+}
+
+// An unknown slash word goes to the model as typed.
+func TestUnknownSlashGoesToTheModel(t *testing.T) {
+	h := newHarness(t)
+	h.typeText("/etc/hosts is odd")
+	h.send(keyCode(tea.KeyEnter))
+	if h.m.submitting != "/etc/hosts is odd" {
+		t.Fatalf("submitting %q", h.m.submitting)
+	}
+}
+
+// The approval pane ignores keys until typing has been quiet: a key in
+// flight when it opens cannot answer it. The answer is one line.
+func TestApprovalGrace(t *testing.T) {
+	h := newHarness(t)
+	h.event(userTurn("write it"))
+	h.typeText("dra")
+	a := &approval{tool: "file_write", title: "file_write main.go", args: "{}", reply: make(chan permission.Decision, 1)}
+	h.clk.add(100 * time.Millisecond)
+	h.send(askMsg{a: a})
+	h.clk.add(100 * time.Millisecond)
+	h.send(keyText("a")) // still typing: ignored, and counts as typing
+	h.clk.add(350 * time.Millisecond)
+	h.send(keyText("a")) // 350 ms after the last key: still ignored
+	select {
+	case d := <-a.reply:
+		t.Fatalf("answered %v during the grace", d)
+	default:
+	}
+	if h.m.armedIn() == 0 {
+		t.Fatal("armed while keys were not quiet")
+	}
+	h.clk.add(500 * time.Millisecond)
+	h.send(keyText("A"))
+	if d := <-a.reply; d != permission.AlwaysAllow {
+		t.Fatalf("decision %v", d)
+	}
+	h.wantCommitted("(file_write always allowed)")
+	if h.m.comp.value() != "dra" {
+		t.Errorf("the draft changed under the pane: %q", h.m.comp.value())
+	}
+}
+
+// Keys that never stop still arm the pane 1.5 s after it opened.
+func TestApprovalGraceCap(t *testing.T) {
+	h := newHarness(t)
+	a := &approval{tool: "shell_execute", title: "go test", reply: make(chan permission.Decision, 1)}
+	h.send(askMsg{a: a})
+	for range 8 {
+		h.clk.add(200 * time.Millisecond)
+		h.send(keyText("x"))
+	}
+	h.send(keyText("d"))
+	if d := <-a.reply; d != permission.Deny {
+		t.Fatalf("decision %v", d)
+	}
+	h.wantCommitted("(shell_execute denied)")
+}
+
+// The checklist is pinned while it has open items; scrollback gets a
+// snapshot once per round; nudges are stage directions.
+func TestChecklistAndNudges(t *testing.T) {
+	h := newHarness(t)
+	h.event(userTurn("build a parser"))
+	h.event(plan.Changed{Dialect: "checklist", Total: 3, Completed: 1, Items: []plan.Item{
+		{Text: "write the query", Status: plan.InProgress},
+		{Text: "verify the numbers", Status: plan.Pending},
+		{Text: "ask Ana", Status: plan.Deferred, Reason: "waiting on her reply"},
+		{Text: "read the spec", Status: plan.Completed},
+	}})
+	lines, _, _ := h.m.frame()
+	live := strings.Join(lines, "\n")
+	for _, want := range []string{"Checklist  › write the query", "□ verify the numbers", "» ask Ana — waiting on her reply", "(1 done)"} {
+		if !strings.Contains(live, want) {
+			t.Errorf("live region lacks %q:\n%s", want, live)
+		}
+	}
+	if strings.Contains(live, "read the spec") {
+		t.Error("a completed item is pinned")
+	}
+	h.event(agent.TextChunk{Text: "All done."})
+	h.event(agent.Notice{Notice: session.Notice{Severity: session.SeverityInfo, Title: "Checklist: 2 open items, continuing, nudge 1 of 3"}})
+	h.wantCommitted("All done.", "(Checklist: 2 open items, continuing, nudge 1 of 3)", "Checklist  › write the query")
+	if n := strings.Count(h.committed(), "Checklist  ›"); n != 1 {
+		t.Errorf("%d snapshots, want 1 per change", n)
+	}
+}
+
+// Reply text is committed a block at a time; a fence keeps its blank
+// lines inside one block; the unfinished block stays live.
+func TestReplyBlocks(t *testing.T) {
+	h := newHarness(t)
+	h.event(userTurn("x"))
+	h.event(agent.TextChunk{Text: "First para"})
+	h.event(agent.TextChunk{Text: "graph.\n\n```go\nfunc a() {}\n\nfunc b() {}\n"})
+	if strings.Contains(h.committed(), "func a") {
+		t.Fatal("an open fence was committed")
+	}
+	h.wantCommitted("First paragraph.")
+	h.event(agent.TextChunk{Text: "```\n\nTail"})
+	h.wantCommitted("func a() {}\n\nfunc b() {}")
+	lines, _, _ := h.m.frame()
+	if !strings.Contains(strings.Join(lines, "\n"), "Tail") || strings.Contains(h.committed(), "Tail") {
+		t.Error("the unfinished block is not live only")
+	}
+	h.event(ended(agent.StopEndTurn))
+	h.wantCommitted("Tail")
+}
+
+// A running call shows its last lines live; its finished card is
+// committed bounded; one still running at the turn's end is closed as
+// interrupted.
+func TestToolCards(t *testing.T) {
+	h := newHarness(t)
+	h.event(userTurn("x"))
+	h.event(agent.ToolCallStarted{CallID: "c1", Name: "shell_execute", Title: "go test ./..."})
+	var out strings.Builder
+	for i := range 20 {
+		out.WriteString("line " + string(rune('a'+i)) + "\n")
+	}
+	h.event(agent.ToolCallOutput{CallID: "c1", Chunk: out.String()})
+	lines, _, _ := h.m.frame()
+	live := strings.Join(lines, "\n")
+	if !strings.Contains(live, "◐ go test ./...") || !strings.Contains(live, "line t") || strings.Contains(live, "line o\n") {
+		t.Errorf("live tool block:\n%s", live)
+	}
+	h.clk.add(2100 * time.Millisecond)
+	h.event(agent.ToolCallFinished{CallID: "c1", Result: session.ToolResult{CallID: "c1", Name: "shell_execute", Status: session.StatusOK,
+		Content: model.Parts{model.Text{Text: out.String()}}}})
+	h.wantCommitted("✓ go test ./...  2.1s", "line a", "… +12 lines", "line t")
+	h.event(agent.ToolCallStarted{CallID: "c2", Name: "shell_execute", Title: "sleep 100"})
+	h.event(ended(agent.StopCanceled))
+	h.wantCommitted("✗ sleep 100", "interrupted")
+	if len(h.m.calls) != 0 {
+		t.Error("a call outlived its turn")
+	}
+}
+
+// The live region never grows past the window, whatever it holds.
+func TestLiveRegionBounded(t *testing.T) {
+	h := newHarness(t)
+	h.m.height = 10
+	h.event(userTurn("x"))
+	for i := range 6 {
+		id := string(rune('a' + i))
+		h.event(agent.ToolCallStarted{CallID: id, Name: "shell_execute", Title: "cmd " + id})
+		h.event(agent.ToolCallOutput{CallID: id, Chunk: "1\n2\n3\n4\n5\n6\n"})
+	}
+	h.typeText("a\nb\nc")
+	lines, row, _ := h.m.frame()
+	if len(lines) > 9 {
+		t.Fatalf("%d lines in a 10-line window", len(lines))
+	}
+	if row < 0 || row >= len(lines) || !strings.HasPrefix(lines[row], "  c") {
+		t.Fatalf("cursor row %d in %q", row, lines)
+	}
+}
