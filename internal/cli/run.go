@@ -85,6 +85,7 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 	opts := repl.Options{
 		In: g.stdin, Out: g.stdout, Err: g.stderr,
 		Color:       tty.color,
+		Environ:     os.Environ(),
 		Plain:       !tty.ok,
 		Levels:      a.cfg.Permissions.Enabled,
 		Now:         g.now,

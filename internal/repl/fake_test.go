@@ -120,11 +120,25 @@ func (f *fakeSession) Reopen(context.Context) (Session, error) { return f, nil }
 func (f *fakeSession) Fork(context.Context) (Session, error)   { return f, nil }
 
 // clock is a settable time for the screen's timers.
-type clock struct{ t time.Time }
+type clock struct {
+	mu sync.Mutex // guards t
+	t  time.Time
+}
 
-func (c *clock) now() time.Time         { return c.t }
-func (c *clock) add(d time.Duration)    { c.t = c.t.Add(d) }
-func newClock() *clock                  { return &clock{t: time.Date(2026, 8, 11, 15, 0, 0, 0, time.UTC)} }
+func newClock() *clock { return &clock{t: time.Date(2026, 8, 11, 15, 0, 0, 0, time.UTC)} }
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
 func keyText(s string) tea.KeyPressMsg  { return tea.KeyPressMsg{Text: s, Code: []rune(s)[0]} }
 func keyCode(code rune) tea.KeyPressMsg { return tea.KeyPressMsg{Code: code} }
 func keyMod(code rune, mod tea.KeyMod) tea.KeyPressMsg {

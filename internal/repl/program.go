@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	tea "charm.land/bubbletea/v2"
@@ -27,7 +28,10 @@ func runScreen(ctx context.Context, s Session, opts Options) (Session, error) {
 		popts = append(popts, tea.WithWindowSize(opts.Width, opts.Height))
 	}
 	if !opts.Color {
-		popts = append(popts, tea.WithEnvironment([]string{"NO_COLOR=1", "TERM=xterm"}))
+		// bubbletea's colour profile honours NO_COLOR for what it draws.
+		popts = append(popts, tea.WithEnvironment(append(slices.Clone(opts.Environ), "NO_COLOR=1")))
+	} else if opts.Environ != nil {
+		popts = append(popts, tea.WithEnvironment(opts.Environ))
 	}
 	p := tea.NewProgram(m, popts...)
 	m.send = p.Send

@@ -62,11 +62,14 @@ type Schedules interface {
 
 // Options configure the screen.
 type Options struct {
-	In          io.Reader
-	Out, Err    io.Writer
-	Width       int // 0: the terminal's; tests set both
-	Height      int
-	Color       bool
+	In       io.Reader
+	Out, Err io.Writer
+	Width    int // 0: the terminal's; tests set both
+	Height   int
+	Color    bool
+	// Environ is the terminal's environment (TERM and the like), which
+	// only the composition root reads; nil means none.
+	Environ     []string
 	Plain       bool // line mode: not a terminal, TERM=dumb, ACCESSIBLE
 	Levels      []permission.Level
 	Schedules   Schedules

@@ -175,6 +175,7 @@ func (m *screen) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			cmds = append(cmds, m.event(msg.ev))
 		}
 	case askMsg:
+		m.endReply() // what was said before the question stays above it
 		msg.a.opened = m.now()
 		m.asks = append(m.asks, msg.a)
 	case askGoneMsg:
