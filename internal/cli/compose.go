@@ -91,7 +91,7 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 	h, err := host.New(host.Options{
 		Store:       db.Sessions(),
 		Profiles:    func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
-		Tools:       builtinTools(cfg),
+		Tools:       builtinTools(cfg, g.mekaState(dataDir)),
 		Extensions:  append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents))...),
 		Definitions: definitions(agents),
 		Deny:        cfg.Tools.Deny,

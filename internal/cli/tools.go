@@ -21,14 +21,17 @@ import (
 	"meka.dev/meka/tool"
 )
 
-// builtinTools builds the file and shell tools of a session.
-func builtinTools(cfg *config.Config) func(env host.Env) ([]tool.Tool, error) {
+// builtinTools builds the file and shell tools of a session. protected
+// are meka's own config and data paths, read-only to both even inside a
+// writable root.
+func builtinTools(cfg *config.Config, protected []string) func(env host.Env) ([]tool.Tool, error) {
 	scrub := keyVariables(cfg)
 	return func(env host.Env) ([]tool.Tool, error) {
 		roots, err := sandbox.NewRoots(env.Meta.Cwd, env.Meta.AdditionalDirs, env.ReadableDirs)
 		if err != nil {
 			return nil, err
 		}
+		roots = roots.Protect(protected...)
 		scratch := ""
 		if env.DataDir != "" {
 			scratch = filepath.Join(env.DataDir, "scratch")
@@ -51,9 +54,31 @@ func builtinTools(cfg *config.Config) func(env host.Env) ([]tool.Tool, error) {
 			ScratchDir: scratch,
 			Env:        os.Environ(),
 			ScrubNames: scrub,
+
+			EnvPassthrough: cfg.Permissions.EnvPassthrough,
+			Network:        cfg.Permissions.Network,
+			Protected:      protected,
 		})
 		return append(tools, shell), nil
 	}
+}
+
+// mekaState lists what confined commands and file tools may not write:
+// the config directory, the config file in use and the data directory.
+func (g *globals) mekaState(dataDir string) []string {
+	var out []string
+	if p := config.DefaultPath(g.getenv); p != "" {
+		out = append(out, filepath.Dir(p))
+	}
+	if p := g.configFile; p != "" {
+		out = append(out, p)
+	} else if p := config.ConfigPath(g.getenv); p != "" {
+		out = append(out, p)
+	}
+	if dataDir != "" {
+		out = append(out, dataDir)
+	}
+	return out
 }
 
 // keyVariables lists every provider key variable a profile names, so the

@@ -150,6 +150,12 @@ type Permissions struct {
 	// Approvals is whether a new session asks before tools that need more
 	// than it holds.
 	Approvals bool
+	// Network opens the network to confined commands (package installs
+	// at workspace); closed by default.
+	Network bool
+	// EnvPassthrough are globs (path.Match syntax) of environment
+	// variables confined commands get besides the fixed allow-list.
+	EnvPassthrough []string
 }
 
 // IsEnabled reports whether a session may be put at level l.

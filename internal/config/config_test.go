@@ -88,6 +88,8 @@ script = "scripts/turn.txt"
 enabled = ["unrestricted", "read", "workspace"]
 default = "read"
 approvals = true
+network = true
+env_passthrough = ["GOFLAGS", "NPM_CONFIG_*"]
 
 [tools]
 deny = ["shell_*", "web_fetch"]
@@ -166,6 +168,7 @@ func TestParseFull(t *testing.T) {
 	wantPerm := Permissions{
 		Enabled: []permission.Level{permission.Read, permission.Workspace, permission.Unrestricted},
 		Default: permission.Read, Approvals: true,
+		Network: true, EnvPassthrough: []string{"GOFLAGS", "NPM_CONFIG_*"},
 	}
 	if !reflect.DeepEqual(c.Permissions, wantPerm) {
 		t.Errorf("permissions = %+v, want %+v", c.Permissions, wantPerm)
@@ -280,6 +283,8 @@ func TestParseErrors(t *testing.T) {
 		{"scalar for profile", "[profiles]\nlocal = 5\n", 2, "profiles.local", "want a table, got an integer"},
 		{"table for string", "[profiles.a]\nprovider = \"openai\"\nmodel.name = \"x\"\n", 3, "profiles.a.model", "want a string, got a table"},
 		{"table for level", "[tools.tool_permissions]\nfile.read = \"read\"\n", 2, "tools.tool_permissions.file", "want a permission level name"},
+		{"bad passthrough glob", "[permissions]\nenv_passthrough = [\"GO[\"]\n", 2, "permissions.env_passthrough", "not a variable name glob"},
+		{"passthrough with value", "[permissions]\nenv_passthrough = [\"A=b\"]\n", 2, "permissions.env_passthrough", "not a variable name glob"},
 		{"int in level list", "[permissions]\nenabled = [\"read\", 2]\n", 2, "permissions.enabled", "want an array of permission level names"},
 		{"duplicate table", "[profiles.a]\nprovider = \"openai\"\n[profiles.a]\n", 3, "profiles.a", "already exists"},
 		{"array of tables", "[[profiles.a]]\nprovider = \"openai\"\n", 1, "profiles.a", "want a table"},

@@ -219,6 +219,16 @@ func (c *converter) permissions(p *Permissions, fp *filePermissions) {
 	if fp.Approvals != nil {
 		p.Approvals = *fp.Approvals
 	}
+	if fp.Network != nil {
+		p.Network = *fp.Network
+	}
+	for i, g := range fp.EnvPassthrough {
+		if _, err := path.Match(g, ""); err != nil || g == "" || strings.Contains(g, "=") {
+			c.failElem(key("env_passthrough"), i, err, "%q is not a variable name glob", g)
+			continue
+		}
+		p.EnvPassthrough = append(p.EnvPassthrough, g)
+	}
 }
 
 func (c *converter) tools(t *Tools, ft *fileTools) {

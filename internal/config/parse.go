@@ -53,6 +53,9 @@ type filePermissions struct {
 	Enabled   []string `toml:"enabled" want:"an array of permission level names (\"none\", \"read\", \"workspace\", \"unrestricted\")"`
 	Default   *string  `toml:"default" want:"a permission level name (\"none\", \"read\", \"workspace\" or \"unrestricted\")"`
 	Approvals *bool    `toml:"approvals"`
+	Network   *bool    `toml:"network"`
+	// EnvPassthrough are variable name globs confined commands get.
+	EnvPassthrough []string `toml:"env_passthrough" want:"an array of environment variable name globs, such as \"NPM_CONFIG_*\""`
 }
 
 type fileTools struct {

@@ -154,6 +154,7 @@ var attackRows = []attackRow{
 	{name: "write config dir in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/config/config.toml"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write data dir in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/data/meka.db"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write .git/hooks in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/hooks/pre-commit"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "write temp dir inside data dir", args: func(f *fixture) []string { return []string{"write", f.ws + "/data/task.tmp/x"} }, read: "ok", workspace: "ok", unrestricted: "ok"},
 	{name: "write .git/config in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/config"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 }
 
@@ -171,8 +172,11 @@ func (f *fixture) token() string { f.seq++; return fmt.Sprintf("token-%d", f.seq
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{ws: canonTemp(t), out: canonTemp(t), tmp: canonTemp(t)}
-	for _, d := range []string{f.ws + "/.git/hooks", f.ws + "/config", f.ws + "/data", f.out + "/mnt"} {
+	f := &fixture{ws: canonTemp(t), out: canonTemp(t)}
+	// The private temp dir lies in the data directory, as a background
+	// task's does: writable though its parent is protected.
+	f.tmp = f.ws + "/data/task.tmp"
+	for _, d := range []string{f.ws + "/.git/hooks", f.ws + "/config", f.tmp, f.out + "/mnt"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}

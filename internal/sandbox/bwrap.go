@@ -27,6 +27,9 @@ func bwrapArgs(p bwrapPlan) []string {
 	for _, r := range p.protected {
 		out = append(out, "--ro-bind", r, r)
 	}
+	for _, w := range writableUnder(p.writable, p.protected) {
+		out = append(out, "--bind", w, w)
+	}
 	for _, s := range p.sockets {
 		out = append(out, "--ro-bind-try", "/dev/null", s)
 	}

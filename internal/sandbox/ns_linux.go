@@ -135,6 +135,11 @@ func mountConfined(hs helperSpec) error {
 			return fmt.Errorf("bind %s: %w", p, err)
 		}
 	}
+	for _, w := range writableUnder(hs.Writable, hs.Protected) {
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", w, err)
+		}
+	}
 	for _, s := range hs.Sockets {
 		// A socket gone since it was listed needs no mask.
 		if err := unix.Mount("/dev/null", s, "", unix.MS_BIND, ""); err != nil && !errors.Is(err, unix.ENOENT) {

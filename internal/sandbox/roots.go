@@ -20,6 +20,7 @@ const (
 	ReasonSymlink  = "it is a symlink, or lies under one, that points out of the workspace"
 	ReasonReadOnly = "it is in a read-only directory"
 	ReasonChanged  = "it changed while it was being opened and now leads out of the workspace"
+	ReasonProtect  = "it is meka's own configuration or data, or a repository's .git/hooks or .git/config, which stay read-only"
 )
 
 // EscapeError is a path the roots refuse. Its message is written for the
@@ -62,6 +63,9 @@ type Roots struct {
 	cwd      string
 	writable []string // cwd's root first
 	readOnly []string
+	// protected stay read-only inside the writable roots: each root's
+	// .git/hooks and .git/config, and what Protect adds.
+	protected []string
 }
 
 // NewRoots canonicalises cwd and the additional directories. A directory
@@ -89,8 +93,28 @@ func NewRoots(cwd string, writable, readOnly []string) (*Roots, error) {
 	}
 	r.writable = collapse(ws, nil)
 	r.readOnly = collapse(ros, r.writable)
+	for _, w := range r.writable {
+		r.protected = append(r.protected, GitProtected(w)...)
+	}
 	return r, nil
 }
+
+// Protect returns roots under which paths (meka's config and data
+// directories) are read-only too, canonicalised.
+func (r *Roots) Protect(paths ...string) *Roots {
+	c := *r
+	c.protected = slices.Clone(r.protected)
+	for _, p := range paths {
+		if cp, err := Canonical(p); err == nil && !slices.Contains(c.protected, cp) {
+			c.protected = append(c.protected, cp)
+		}
+	}
+	return &c
+}
+
+// Protected returns the paths that stay read-only inside the writable
+// roots.
+func (r *Roots) Protected() []string { return slices.Clone(r.protected) }
 
 // collapse drops duplicates and every dir under another dir of dirs or of
 // stronger, keeping the order of the first occurrence.
@@ -143,7 +167,7 @@ func (r *Roots) All() []string { return append(r.Writable(), r.readOnly...) }
 // write, written) under the roots.
 func (r *Roots) Contains(p string, write bool) bool {
 	if under(p, r.writable) {
-		return true
+		return !write || !under(p, r.protected)
 	}
 	return !write && under(p, r.readOnly)
 }
@@ -176,6 +200,8 @@ func (r *Roots) Resolve(path, cwd string, write bool) (string, error) {
 	}
 	reason := ReasonOutside
 	switch {
+	case under(canon, r.writable) && under(canon, r.protected):
+		reason = ReasonProtect
 	case r.Contains(canon, false):
 		reason = ReasonReadOnly
 	case r.Contains(lexical, false):

@@ -217,3 +217,30 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+func TestProtected(t *testing.T) {
+	ws := canonTemp(t)
+	mustMkdir(t, ws+"/.git/hooks")
+	mustWrite(t, ws+"/.git/config", "[core]\n")
+	roots, err := NewRoots(ws, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots = roots.Protect(ws + "/.meka")
+	for _, p := range []string{".git/config", ".git/hooks/pre-commit", ".meka/config.toml"} {
+		_, err := roots.Resolve(p, "", true)
+		var esc *EscapeError
+		if !errors.As(err, &esc) || esc.Reason != ReasonProtect {
+			t.Errorf("Resolve(%s, write) = %v, want refused as protected", p, err)
+		}
+		if _, err := roots.Resolve(p, "", false); err != nil {
+			t.Errorf("Resolve(%s, read) = %v, want allowed", p, err)
+		}
+	}
+	if err := WriteFileAtomic(ws+"/.git/config", []byte("[core]\nfsmonitor = evil\n"), roots); !errors.Is(err, ErrEscape) {
+		t.Errorf("WriteFileAtomic(.git/config) = %v, want refused", err)
+	}
+	if _, err := roots.Resolve(".gitignore", "", true); err != nil {
+		t.Errorf("Resolve(.gitignore) = %v", err)
+	}
+}

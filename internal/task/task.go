@@ -123,6 +123,11 @@ type Spec struct {
 	Writable []string
 	// Backend forces a confinement backend; empty picks one.
 	Backend string
+	// Network opens the network to a confined task.
+	Network bool
+	// Protected stay read-only to a confined task inside its writable
+	// directories (sandbox.Spec.Protected).
+	Protected []string
 	// Timeout kills the task after this long; zero lets it run until it
 	// ends or is killed.
 	Timeout time.Duration
@@ -217,13 +222,15 @@ func (r *Registry) Start(spec Spec) (Task, error) {
 		stopTimer = t.Stop
 	}
 	cmd, err := sandbox.Command(ctx, sandbox.Spec{
-		Args:     []string{"sh", "-c", spec.Command},
-		Dir:      spec.Dir,
-		Env:      spec.Env,
-		Mode:     spec.Mode,
-		Writable: spec.Writable,
-		TempDir:  tmp,
-		Backend:  spec.Backend,
+		Args:      []string{"sh", "-c", spec.Command},
+		Dir:       spec.Dir,
+		Env:       spec.Env,
+		Mode:      spec.Mode,
+		Writable:  spec.Writable,
+		TempDir:   tmp,
+		Backend:   spec.Backend,
+		Network:   spec.Network,
+		Protected: spec.Protected,
 	})
 	var run *sandbox.Running
 	if err == nil {

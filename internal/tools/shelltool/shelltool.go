@@ -62,16 +62,29 @@ type Options struct {
 	// ScratchDir is the session's scratchpad, where large output goes.
 	ScratchDir string
 	// Env is the environment commands start from (the composition root
-	// passes its own); it is scrubbed before every call.
+	// passes its own). A confined command gets only its allow-listed
+	// variables (sandbox.ConfinedEnv); an unrestricted one gets it
+	// scrubbed of credentials (sandbox.ScrubEnv).
 	Env []string
 	// ScrubNames are the provider key variables the profiles name, removed
-	// from Env with the *_API_KEY, *_TOKEN and *_SECRET patterns.
+	// from an unrestricted command's Env with the *_API_KEY, *_TOKEN and
+	// *_SECRET patterns.
 	ScrubNames []string
+	// EnvPassthrough are globs of variables a confined command gets
+	// besides the allow-list ([permissions] env_passthrough).
+	EnvPassthrough []string
+	// Network opens the network to confined commands ([permissions]
+	// network).
+	Network bool
+	// Protected are paths confined commands may not write even inside a
+	// writable root: meka's config and data directories. Each root's
+	// .git/hooks and .git/config are protected as well.
+	Protected []string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// Available reports the backend that confines a mode;
-	// sandbox.Available when nil.
-	Available func(sandbox.Mode) (string, error)
+	// Available reports the backend that confines a mode with the
+	// network open or closed; sandbox.AvailableNetwork when nil.
+	Available func(mode sandbox.Mode, network bool) (string, error)
 	// Ticker paces live output: it returns a channel that ticks every d
 	// and a function that stops it. A time.Ticker when nil.
 	Ticker func(d time.Duration) (<-chan time.Time, func())
@@ -89,8 +102,11 @@ type Options struct {
 type Tool struct {
 	opts Options
 	// confined is whether read-only and workspace commands can be
-	// confined here, fixed when the tool is built.
+	// confined here, fixed when the tool is built; why says why not.
 	confined bool
+	why      error
+	// backend is what confines them.
+	backend string
 }
 
 var (
@@ -104,7 +120,7 @@ func New(opts Options) *Tool {
 		opts.Now = time.Now
 	}
 	if opts.Available == nil {
-		opts.Available = sandbox.Available
+		opts.Available = sandbox.AvailableNetwork
 	}
 	if opts.Ticker == nil {
 		opts.Ticker = func(d time.Duration) (<-chan time.Time, func()) {
@@ -121,16 +137,36 @@ func New(opts Options) *Tool {
 	if opts.MaxSpill <= 0 {
 		opts.MaxSpill = DefaultMaxSpill
 	}
-	_, errRead := opts.Available(sandbox.ReadOnly)
-	_, errWorkspace := opts.Available(sandbox.Workspace)
-	return &Tool{opts: opts, confined: errRead == nil && errWorkspace == nil}
+	_, errRead := opts.Available(sandbox.ReadOnly, opts.Network)
+	backend, errWorkspace := opts.Available(sandbox.Workspace, opts.Network)
+	return &Tool{opts: opts, confined: errRead == nil && errWorkspace == nil, why: errors.Join(errRead, errWorkspace), backend: backend}
 }
 
-const description = `Run a shell command with sh -c in the session's working directory. The result states the exit code and keeps stdout and stderr apart.
+const descriptionHead = `Run a shell command with sh -c in the session's working directory. The result states the exit code and keeps stdout and stderr apart.
 
-Confinement follows the permission level: at read the command may write only in its private temp dir ($TMPDIR); at workspace only inside the workspace directories and $TMPDIR; writes elsewhere fail with a permission error. Reads and the network are not confined. The environment carries no credentials.
+`
 
-A command that outlives its timeout (default 120 seconds, at most 3600) is killed with every process it started, and processes it leaves running in the background are stopped when it exits. For long-running work (a server, a long build or test run) set background: true: the call returns a task id at once, and when the task ends its outcome and output are reported to you in a turn of their own.
+// confinement says what holds at each level, so the model knows what a
+// failure means before it meets one.
+func (t *Tool) confinement() string {
+	if !t.confined {
+		return fmt.Sprintf("Commands cannot be confined on this machine (%v), so this tool needs the unrestricted level: it runs with the user's full rights and meka's environment less credential-like variables (*_API_KEY, *_TOKEN, *_SECRET and the provider key variables).\n\n", t.why)
+	}
+	network := "The network is closed: no TCP, UDP, abstract or outside Unix socket reaches anything (127.0.0.1 inside the command works for its own servers)."
+	if t.opts.Network {
+		network = "The network is open (the configuration says so)."
+	}
+	return fmt.Sprintf("Confinement (%s) follows the permission level: at read the command may write only in its private temp dir ($TMPDIR); at workspace only inside the workspace directories and $TMPDIR. Elsewhere nothing changes, not even modes, times or owners; meka's own config and data directories and each workspace's .git/hooks and .git/config stay read-only too. %s Signals reach only the command's own processes. The environment holds only PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, LC_*, TZ and TMPDIR%s: no credentials. At unrestricted none of this holds: the command runs with the user's full rights, the network, and meka's environment less credential-like variables (*_API_KEY, *_TOKEN, *_SECRET).\n\n", t.backend, network, passthroughText(t.opts.EnvPassthrough))
+}
+
+func passthroughText(globs []string) string {
+	if len(globs) == 0 {
+		return ""
+	}
+	return ", plus " + strings.Join(globs, ", ")
+}
+
+const descriptionTail = `A command that outlives its timeout (default 120 seconds, at most 3600) is killed with every process it started, and processes it leaves running in the background are stopped when it exits. For long-running work (a server, a long build or test run) set background: true: the call returns a task id at once, and when the task ends its outcome and output are reported to you in a turn of their own.
 
 Large output is cut; the whole of it is saved to a scratchpad file, named in the result, that file_read can read.`
 
@@ -154,7 +190,7 @@ func (t *Tool) Spec() tool.Spec {
 	}
 	return tool.Spec{
 		Name:        Name,
-		Description: description,
+		Description: descriptionHead + t.confinement() + descriptionTail,
 		Schema:      schema,
 		Level:       level,
 		Kind:        tool.KindExecute,
@@ -215,7 +251,7 @@ func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	if !ok {
 		return tool.Errorf("shell_execute was refused: this session's permission level is %s.", call.Level), nil
 	}
-	backend, err := t.opts.Available(mode)
+	backend, err := t.opts.Available(mode, t.opts.Network)
 	if err != nil {
 		return tool.Errorf("shell_execute was refused at the %s level: %v. meka never runs a command unconfined while a level is claimed, so commands need the unrestricted level on this machine; ask the user to raise it.", call.Level, err), nil
 	}
@@ -224,6 +260,9 @@ func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 		return tool.Result{}, err
 	}
 	env := sandbox.ScrubEnv(t.opts.Env, t.opts.ScrubNames)
+	if mode != sandbox.Unrestricted {
+		env = sandbox.ConfinedEnv(t.opts.Env, t.opts.EnvPassthrough)
+	}
 
 	if a.Background {
 		return t.background(a, cwd, env, mode, writable, backend)
@@ -235,6 +274,7 @@ func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	return t.foreground(ctx, call, timeout, sandbox.Spec{
 		Args: []string{"sh", "-c", a.Command}, Dir: cwd, Env: env,
 		Mode: mode, Writable: writable, Backend: backend,
+		Network: t.opts.Network, Protected: t.opts.Protected,
 	})
 }
 
@@ -291,6 +331,7 @@ func (t *Tool) background(a args, cwd string, env []string, mode sandbox.Mode, w
 	tk, err := t.opts.Tasks.Start(task.Spec{
 		Command: a.Command, Dir: cwd, Env: env, Mode: mode,
 		Writable: writable, Backend: backend, Timeout: timeout,
+		Network: t.opts.Network, Protected: t.opts.Protected,
 	})
 	if err != nil {
 		return tool.Errorf("shell_execute could not start the background task: %v", err), nil

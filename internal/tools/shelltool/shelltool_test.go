@@ -50,7 +50,7 @@ func rootsOf(t *testing.T, ws string) func() *sandbox.Roots {
 	return func() *sandbox.Roots { return r }
 }
 
-func noConfinement(mode sandbox.Mode) (string, error) {
+func noConfinement(mode sandbox.Mode, network bool) (string, error) {
 	if mode == sandbox.Unrestricted {
 		return "", nil
 	}
@@ -90,8 +90,23 @@ func callCtx(t *testing.T, ctx context.Context, sh *Tool, level permission.Level
 }
 
 func TestSpec(t *testing.T) {
-	confined := New(Options{Available: func(sandbox.Mode) (string, error) { return sandbox.BackendLandlock, nil }})
+	confined := New(Options{Available: func(sandbox.Mode, bool) (string, error) { return sandbox.BackendLandlock, nil }})
 	s := confined.Spec()
+	if !strings.Contains(s.Description, "The network is closed") || !strings.Contains(s.Description, "not even modes") {
+		t.Errorf("confined description does not say what holds:\n%s", s.Description)
+	}
+	open := New(Options{Network: true, EnvPassthrough: []string{"GOFLAGS"}, Available: func(_ sandbox.Mode, network bool) (string, error) {
+		if !network {
+			t.Error("Available asked for a closed network though [permissions] network is true")
+		}
+		return sandbox.BackendLandlock, nil
+	}})
+	if d := open.Spec().Description; !strings.Contains(d, "The network is open") || !strings.Contains(d, "plus GOFLAGS") {
+		t.Errorf("open-network description:\n%s", d)
+	}
+	if d := New(Options{Available: noConfinement}).Spec().Description; !strings.Contains(d, "cannot be confined on this machine") {
+		t.Errorf("unconfined description:\n%s", d)
+	}
 	if s.Name != Name || s.Level != permission.Read || s.Kind != tool.KindExecute || s.ParallelSafe || s.Bookkeeping {
 		t.Errorf("confined spec = %+v", s)
 	}
@@ -136,8 +151,8 @@ func TestStdoutStderrSeparated(t *testing.T) {
 func TestConfinement(t *testing.T) {
 	ws, outside := dirs(t)
 	const script = `echo x > "$WS/ws-file"; echo x > "$OUT/out-file"; echo x > "$TMPDIR/tmp-file" && echo tmp-ok`
-	env := []string{testPath, "WS=" + ws, "OUT=" + outside}
-	sh := New(Options{Env: env, Roots: rootsOf(t, ws)})
+	env := []string{testPath, "WS=" + ws, "OUT=" + outside, "GITHUB_TOKEN=secret", "DATABASE_URL=postgres://u:pw@h/db"}
+	sh := New(Options{Env: env, Roots: rootsOf(t, ws), EnvPassthrough: []string{"WS", "OUT"}})
 	if _, err := sandbox.Available(sandbox.Workspace); err != nil {
 		if sh.Spec().Level != permission.Unrestricted {
 			t.Errorf("level without confinement = %v, want unrestricted", sh.Spec().Level)
@@ -171,6 +186,17 @@ func TestConfinement(t *testing.T) {
 	_, _, st = call(t, sh, permission.Unrestricted, ws, map[string]any{"command": script})
 	if !exists(outside+"/out-file") || st.Sandbox != "" {
 		t.Errorf("unrestricted: out-file %v, sandbox %q", exists(outside+"/out-file"), st.Sandbox)
+	}
+
+	// The confined environment is the allow-list plus the passthrough; the
+	// unrestricted one is the deny-list scrub.
+	_, text, _ = call(t, sh, permission.Workspace, ws, map[string]any{"command": "env"})
+	if strings.Contains(text, "DATABASE_URL") || strings.Contains(text, "GITHUB_TOKEN") || !strings.Contains(text, "WS=") {
+		t.Errorf("workspace env:\n%s", text)
+	}
+	_, text, _ = call(t, sh, permission.Unrestricted, ws, map[string]any{"command": "env"})
+	if !strings.Contains(text, "DATABASE_URL") || strings.Contains(text, "GITHUB_TOKEN") {
+		t.Errorf("unrestricted env:\n%s", text)
 	}
 }
 
@@ -208,7 +234,9 @@ func TestEnvScrubbed(t *testing.T) {
 	for k, v := range secrets {
 		env = append(env, k+"="+v)
 	}
-	sh := New(Options{Env: env, ScrubNames: []string{"MYPROVIDER_KEY"}, Roots: rootsOf(t, ws)})
+	// KEEP passes through at the confined levels, as any variable
+	// [permissions] env_passthrough names; a secret named there would too.
+	sh := New(Options{Env: env, ScrubNames: []string{"MYPROVIDER_KEY"}, Roots: rootsOf(t, ws), EnvPassthrough: []string{"KE?P"}})
 	levels := []permission.Level{permission.Unrestricted}
 	if _, err := sandbox.Available(sandbox.Workspace); err == nil {
 		levels = append(levels, permission.Workspace)
