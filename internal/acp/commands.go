@@ -73,14 +73,15 @@ func (e *entry) status() string {
 	hs := e.session()
 	prof := hs.Profile()
 	rows := hs.Engine().Rows()
-	var total model.Usage
-	var last model.Usage
+	var total, last, sub model.Usage
 	compactions := 0
 	for _, r := range rows {
 		switch en := r.Entry.(type) {
 		case session.AssistantMessage:
 			total = total.Add(en.Usage)
 			last = en.Usage
+		case session.ToolResult:
+			sub = sub.Add(en.Usage) // a sub-agent's spend
 		case session.Compaction:
 			compactions++
 		}
@@ -99,6 +100,10 @@ func (e *entry) status() string {
 	fmt.Fprintf(&b, "Effort: the profile's default\n")
 	fmt.Fprintf(&b, "Thinking: as the model streams it\n")
 	fmt.Fprintf(&b, "Compactions: %d\n", compactions)
-	fmt.Fprintf(&b, "Tokens: %d input, %d output, %d cache read, %d cache write", total.InputTokens, total.OutputTokens, total.CacheReadTokens, total.CacheWriteTokens)
+	all := total.Add(sub)
+	fmt.Fprintf(&b, "Tokens: %d input, %d output, %d cache read, %d cache write", all.InputTokens, all.OutputTokens, all.CacheReadTokens, all.CacheWriteTokens)
+	if sub != (model.Usage{}) {
+		fmt.Fprintf(&b, "\nOf which sub-agents: %d input, %d output, %d cache read, %d cache write", sub.InputTokens, sub.OutputTokens, sub.CacheReadTokens, sub.CacheWriteTokens)
+	}
 	return b.String()
 }

@@ -148,6 +148,12 @@ var scenarios = []scenario{
 	{name: "cancel", level: "unrestricted", rounds: `[
 		{"tool_calls": [{"id": "s1", "name": "shell_execute", "arguments": {"command": "sleep 30"}}]},
 		{"tool_calls": [{"id": "s2", "name": "shell_execute", "arguments": {"command": "sleep 30"}}]}]`},
+	{name: "subagent", level: "read", extra: "approvals = true\n", rounds: `[
+		{"tool_calls": [{"id": "sp", "name": "agent_spawn", "arguments": {"task": "write sub.txt", "description": "Writer"}}], "usage": {"input_tokens": 10, "output_tokens": 1}},
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "sub.txt", "content": "from the child"}}], "usage": {"input_tokens": 100, "output_tokens": 10}},
+		{"tool_calls": [{"id": "r", "name": "file_read", "arguments": {"path": "sub.txt"}}]},
+		{"text": "Wrote sub.txt.", "usage": {"input_tokens": 200, "output_tokens": 20}},
+		{"text": "The sub-agent wrote it.", "usage": {"input_tokens": 20, "output_tokens": 2}}]`},
 	{name: "setmode", level: "read", rounds: `[
 		{"tool_calls": [{"id": "r", "name": "file_read", "arguments": {"path": "in.txt"}}]},
 		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "out.txt", "content": "written"}}]},

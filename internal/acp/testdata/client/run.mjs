@@ -379,6 +379,49 @@ const scenarios = {
     check(r3.stopReason === "end_turn", `after the cancels: ${r3.stopReason}`);
   },
 
+  async subagent(ctx, { state }) {
+    await init(ctx, { fs: { readTextFile: true, writeTextFile: true } });
+    const { sessionId: id } = await newSession(ctx);
+    state.answers.push("allow");
+    state.buffers.set(join(ws, "sub.txt"), "an unsaved buffer\n");
+    const r = await prompt(ctx, id, "delegate");
+    check(r.stopReason === "end_turn", `turn ${JSON.stringify(r)}`);
+    // The sub-agent's write, above its level, was put to this client on a
+    // card of its own naming the sub-agent, closed with the answer.
+    check(state.asked.length === 1, `asked ${state.asked.length} times`);
+    const a = state.asked[0];
+    check(a?.sessionId === id && a.toolCall.title.startsWith("Writer: file_write"), `request ${JSON.stringify(a)}`);
+    const cards = of(state, id, "tool_call");
+    const card = cards.find((c) => c.toolCallId === a?.toolCall.toolCallId);
+    check(card?.title.startsWith("Writer: ") && card.status === "pending", `forwarded card ${JSON.stringify(card)}`);
+    const closed = of(state, id, "tool_call_update").find((u) => u.toolCallId === card?.toolCallId && u.status === "completed");
+    check(closed?.content?.[0]?.content?.text === "file_write allowed", `forwarded card closed with ${JSON.stringify(closed)}`);
+    // Its file access went through this connection, under the parent's id.
+    check(state.writes.some((w) => w.sessionId === id && w.path === join(ws, "sub.txt") && w.content === "from the child"), `writes ${JSON.stringify(state.writes)}`);
+    check(state.reads.some((rd) => rd.sessionId === id && rd.path === join(ws, "sub.txt")), `reads ${JSON.stringify(state.reads)}`);
+    check(!existsSync(join(ws, "sub.txt")), "the sub-agent's write went to disk, not the editor");
+    // Its calls are the agent_spawn card's content, the whole list each time.
+    const spawn = cards.find((c) => c.rawInput?.task === "write sub.txt");
+    check(spawn?.title === "Writer", `spawn card ${JSON.stringify(spawn)}`);
+    const prog = of(state, id, "tool_call_update").filter((u) => u.toolCallId === spawn?.toolCallId && u.content && !u.status).map((u) => u.content[0].content.text);
+    check(prog.length === 2 && prog[0].startsWith("file_write") && prog[1].split("\n").length === 2 && prog[1].split("\n")[1].startsWith("file_read"), `progress ${JSON.stringify(prog)}`);
+    // Its spend is in the turn's.
+    check(r.usage?.totalTokens === 363 && r.usage?.inputTokens === 330, `usage ${JSON.stringify(r.usage)}`);
+    const before = transcript.length;
+    await prompt(ctx, id, "/status");
+    const status = textOf(updatesOf(id, before).filter((u) => u.sessionUpdate === "agent_message_chunk"));
+    check(status.includes("Tokens: 330 input, 33 output") && status.includes("Of which sub-agents: 300 input, 30 output"), `status ${JSON.stringify(status)}`);
+    // Its session is hidden and cannot be driven from here.
+    const done = of(state, id, "tool_call_update").find((u) => u.toolCallId === spawn?.toolCallId && u.status === "completed");
+    const childId = JSON.stringify(done ?? {}).match(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/)?.[0];
+    if (!check(childId && childId !== id, `no sub-agent id in ${JSON.stringify(done)}`)) return;
+    const list = await ctx.request(acp.methods.agent.session.list, {});
+    check(list.sessions.some((x) => x.sessionId === id) && !list.sessions.some((x) => x.sessionId === childId), `list ${JSON.stringify(list.sessions.map((x) => x.sessionId))}`);
+    await expectError(ctx.request(acp.methods.agent.session.load, { sessionId: childId, cwd: ws, mcpServers: [] }), -32602, "load of a sub-agent");
+    await expectError(ctx.request(acp.methods.agent.session.resume, { sessionId: childId, cwd: ws, mcpServers: [] }), -32602, "resume of a sub-agent");
+    await expectError(ctx.request(acp.methods.agent.session.fork, { sessionId: childId, cwd: ws, mcpServers: [] }), -32602, "fork of a sub-agent");
+  },
+
   async setmode(ctx, { state, client }) {
     await init(ctx, { fs: { readTextFile: true, writeTextFile: true } });
     const { sessionId: id } = await newSession(ctx);
