@@ -44,8 +44,9 @@ var allowed = map[string][]string{
 	"internal/tools/shelltool": {"tool", "permission", "internal/sandbox", "internal/task", "model"},
 	"internal/mcp":             {"tool", "model", "permission", "internal/sandbox", "internal/imaging"},
 	"internal/mcp/mcptest":     {},
-	"internal/sqlite":          {"session", "model"},
-	"internal/postgres":        {"session", "model"},
+	"internal/rowcodec":        {"session", "model"},
+	"internal/sqlite":          {"session", "model", "internal/rowcodec"},
+	"internal/postgres":        {"session", "model", "internal/rowcodec"},
 	"internal/postgres/pgtest": {},
 	"internal/prompt":          {"model", "session", "internal/skills"},
 	// L3

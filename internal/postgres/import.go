@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"meka.dev/meka/internal/rowcodec"
 	"meka.dev/meka/session"
 )
 
@@ -37,7 +38,7 @@ func (db *DB) ImportSession(ctx context.Context, m session.Meta, rows []session.
 	times := make([]time.Time, len(rows))
 	var last int64
 	for i, r := range rows {
-		kind, payload, err := session.EncodeEntry(r.Entry)
+		kind, payload, err := rowcodec.Encode(r.Entry)
 		if err != nil {
 			return false, fmt.Errorf("import session %s: row %d: %w", m.ID, r.Seq, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"meka.dev/meka/internal/rowcodec"
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
 )
@@ -50,7 +51,7 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 		if r.Entry == nil {
 			return nil, fmt.Errorf("append rows to %s: row %d has no entry", sessionID, i)
 		}
-		kind, payload, err := session.EncodeEntry(r.Entry)
+		kind, payload, err := rowcodec.Encode(r.Entry)
 		if err != nil {
 			return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
 		}
@@ -253,7 +254,7 @@ func scanRows(rs pgx.Rows) ([]session.Row, error) {
 		hi := min(lo+decodeBatch, len(out))
 		g.Go(func() error {
 			for i := lo; i < hi; i++ {
-				e, err := session.DecodeEntry(raw[i].kind, raw[i].payload)
+				e, err := rowcodec.Decode(raw[i].kind, raw[i].payload)
 				if err != nil {
 					return fmt.Errorf("decode row %d: %w", out[i].Seq, err)
 				}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"meka.dev/meka/internal/rowcodec"
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
 )
@@ -41,7 +42,7 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 		if r.Entry == nil {
 			return nil, fmt.Errorf("append rows to %s: row %d has no entry", sessionID, i)
 		}
-		kind, payload, err := encodeEntry(r.Entry)
+		kind, payload, err := rowcodec.Encode(r.Entry)
 		if err != nil {
 			return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
 		}
@@ -296,6 +297,30 @@ func (s *Sessions) Rewind(ctx context.Context, sessionID string, keepThroughTurn
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("rewind session %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+// decodeBatch is how many rows one decoding goroutine takes at a time:
+// enough that a goroutine costs little beside its JSON, few enough that a
+// Tail of a couple hundred rows still spreads over the CPUs.
+const decodeBatch = 64
+
+// batch is rows read but not yet decoded.
+type batch struct {
+	rows     []session.Row
+	kinds    []string
+	payloads [][]byte
+}
+
+func (b *batch) decode() error {
+	for i := range b.rows {
+		e, err := rowcodec.Decode(b.kinds[i], b.payloads[i])
+		if err != nil {
+			return fmt.Errorf("seq %d: %w", b.rows[i].Seq, err)
+		}
+		b.rows[i].Entry = e
+		b.payloads[i] = nil // done with it: let it go early
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package sqlite
+package rowcodec
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 // Reading a session is mostly JSON decoding, and session.DecodeEntry reads
 // a message's bytes six or seven times: json.Unmarshal validates before it
 // decodes, model.Parts decodes into raw messages first, and each part is
-// decoded twice (once for its "type"). decodeEntry reads the three kinds
+// decoded twice (once for its "type"). Decode reads the three kinds
 // that carry parts in one pass of the json/v2 decoder (the prototype of
 // encoding/json/v2, which validates while it decodes and unescapes strings
 // about twice as fast: opening a 2,000-row session halves) into mirror structs
@@ -23,7 +23,7 @@ import (
 // kind, or any error) goes to session.DecodeEntry, so the result is what
 // it would have returned, but for one case EncodeEntry never writes: a
 // list of parts given as JSON null decodes as nil rather than empty.
-func decodeEntry(kind string, payload []byte) (session.Entry, error) {
+func Decode(kind string, payload []byte) (session.Entry, error) {
 	if e, ok := fastDecode(kind, payload); ok {
 		return e, nil
 	}
@@ -155,28 +155,4 @@ func toParts(ws []wirePart) (model.Parts, error) {
 		}
 	}
 	return ps, nil
-}
-
-// decodeBatch is how many rows one decoding goroutine takes at a time:
-// enough that a goroutine costs little beside its JSON, few enough that a
-// Tail of a couple hundred rows still spreads over the CPUs.
-const decodeBatch = 64
-
-// batch is rows read but not yet decoded.
-type batch struct {
-	rows     []session.Row
-	kinds    []string
-	payloads [][]byte
-}
-
-func (b *batch) decode() error {
-	for i := range b.rows {
-		e, err := decodeEntry(b.kinds[i], b.payloads[i])
-		if err != nil {
-			return fmt.Errorf("seq %d: %w", b.rows[i].Seq, err)
-		}
-		b.rows[i].Entry = e
-		b.payloads[i] = nil // done with it: let it go early
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package sqlite
+package rowcodec
 
 import (
 	"encoding/json"
@@ -61,12 +61,12 @@ func TestDecodeEntryMatchesSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeEntry(kind, payload)
+		got, err := Decode(kind, payload)
 		if err != nil {
-			t.Fatalf("decodeEntry(%s): %v", payload, err)
+			t.Fatalf("Decode(%s): %v", payload, err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("decodeEntry(%s)\n got %#v\nwant %#v", payload, got, want)
+			t.Errorf("Decode(%s)\n got %#v\nwant %#v", payload, got, want)
 		}
 		// The kinds with parts must take the fast path, or it has fallen
 		// behind the model's types.
@@ -82,23 +82,23 @@ func TestEncodeEntryMatchesSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kind, got, err := encodeEntry(e)
+		kind, got, err := Encode(e)
 		if err != nil {
-			t.Fatalf("encodeEntry(%#v): %v", e, err)
+			t.Fatalf("Encode(%#v): %v", e, err)
 		}
 		if kind != wantKind {
-			t.Errorf("encodeEntry kind %q, want %q", kind, wantKind)
+			t.Errorf("Encode kind %q, want %q", kind, wantKind)
 		}
 		// Byte for byte but for the order of a tool result's fields.
 		if _, ok := e.(session.ToolResult); !ok && string(got) != string(want) {
-			t.Errorf("encodeEntry(%#v)\n got %s\nwant %s", e, got, want)
+			t.Errorf("Encode(%#v)\n got %s\nwant %s", e, got, want)
 		}
 		back, err := session.DecodeEntry(kind, got)
 		if err != nil {
 			t.Fatalf("decode %s: %v", got, err)
 		}
 		if wantBack, _ := session.DecodeEntry(wantKind, want); !reflect.DeepEqual(back, wantBack) {
-			t.Errorf("encodeEntry(%#v) decodes to %#v, want %#v", e, back, wantBack)
+			t.Errorf("Encode(%#v) decodes to %#v, want %#v", e, back, wantBack)
 		}
 	}
 }
@@ -117,13 +117,13 @@ func TestDecodeEntryFallsBack(t *testing.T) {
 		{"mystery", `{}`},
 	} {
 		want, wantErr := session.DecodeEntry(tc.kind, []byte(tc.payload))
-		got, err := decodeEntry(tc.kind, []byte(tc.payload))
+		got, err := Decode(tc.kind, []byte(tc.payload))
 		if (err != nil) != (wantErr != nil) {
-			t.Errorf("decodeEntry(%s, %s) error %v, session.DecodeEntry %v", tc.kind, tc.payload, err, wantErr)
+			t.Errorf("Decode(%s, %s) error %v, session.DecodeEntry %v", tc.kind, tc.payload, err, wantErr)
 			continue
 		}
 		if err == nil && !sameEncoding(t, got, want) {
-			t.Errorf("decodeEntry(%s, %s) = %#v, session.DecodeEntry %#v", tc.kind, tc.payload, got, want)
+			t.Errorf("Decode(%s, %s) = %#v, session.DecodeEntry %#v", tc.kind, tc.payload, got, want)
 		}
 	}
 }
@@ -199,12 +199,12 @@ func FuzzDecodeEntry(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
 		want, wantErr := session.DecodeEntry(kind, payload)
-		got, err := decodeEntry(kind, payload)
+		got, err := Decode(kind, payload)
 		if (err != nil) != (wantErr != nil) {
-			t.Fatalf("decodeEntry error %v, session.DecodeEntry %v", err, wantErr)
+			t.Fatalf("Decode error %v, session.DecodeEntry %v", err, wantErr)
 		}
 		if err == nil && !sameEncoding(t, got, want) {
-			t.Fatalf("decodeEntry = %#v, session.DecodeEntry %#v", got, want)
+			t.Fatalf("Decode = %#v, session.DecodeEntry %#v", got, want)
 		}
 	})
 }
@@ -257,11 +257,11 @@ func BenchmarkDecode2000(b *testing.B) {
 			}
 		}
 	})
-	b.Run("decodeEntry", func(b *testing.B) {
+	b.Run("Decode", func(b *testing.B) {
 		b.SetBytes(size)
 		for b.Loop() {
 			for i := range kinds {
-				if _, err := decodeEntry(kinds[i], payloads[i]); err != nil {
+				if _, err := Decode(kinds[i], payloads[i]); err != nil {
 					b.Fatal(err)
 				}
 			}

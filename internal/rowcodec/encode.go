@@ -1,4 +1,4 @@
-package sqlite
+package rowcodec
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"meka.dev/meka/session"
 )
 
-// encodeEntry is session.EncodeEntry in fewer passes. model.Parts marshals
+// Encode is session.EncodeEntry in fewer passes. model.Parts marshals
 // each part, then the list, and json.Marshal compacts what a MarshalJSON
 // returns, so a message's text is copied and rescanned three times over.
 // Here each part is wrapped with its "type" beside the embedded model value
@@ -20,7 +20,7 @@ import (
 // MarshalJSON (which embedding would promote, losing "type"), sends the
 // entry to session.EncodeEntry. The JSON is the one EncodeEntry writes, but
 // for the order of a tool result's fields.
-func encodeEntry(e session.Entry) (kind string, payload []byte, err error) {
+func Encode(e session.Entry) (kind string, payload []byte, err error) {
 	if !partsMarshalPlainly {
 		return session.EncodeEntry(e)
 	}
