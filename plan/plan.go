@@ -68,6 +68,14 @@ type Changed struct {
 	Stale bool
 }
 
+// Snapshotter is a plan fold that can say what its plan is now, for a
+// front door that attaches after the changes were announced.
+type Snapshotter interface {
+	// Snapshot returns the plan as it stands; ok is false when the
+	// feature is off.
+	Snapshot() (c Changed, ok bool)
+}
+
 // Active returns the item in progress, if any.
 func (c Changed) Active() (Item, bool) {
 	for _, it := range c.Items {

@@ -16,6 +16,7 @@ import (
 	"meka.dev/meka/internal/task"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
+	"meka.dev/meka/plan"
 	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
@@ -26,6 +27,7 @@ type Session struct {
 	id      string
 	lock    session.Lock
 	engine  *agent.Engine
+	folds   []session.Fold // the extensions' folds, for Plan
 	gate    *tool.Gate
 	tools   *tool.Registry
 	profile Profile
@@ -180,6 +182,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 			opts.MaxTurns = def.MaxTurns
 		}
 	}
+	s.folds = opts.Folds
 	s.engine, err = agent.New(opts, rows)
 	if err != nil {
 		return nil, err
@@ -196,6 +199,20 @@ type logFunc func(ctx context.Context, rows []session.Row) ([]session.Row, error
 
 func (f logFunc) Append(ctx context.Context, rows []session.Row) ([]session.Row, error) {
 	return f(ctx, rows)
+}
+
+// Plan returns the session's plan as it stands (checklist, update_plan or
+// write_todos), for a front door that attaches after it was announced;
+// ok is false when the session keeps none.
+func (s *Session) Plan() (c plan.Changed, ok bool) {
+	for _, f := range s.folds {
+		if sn, isPlan := f.(plan.Snapshotter); isPlan {
+			if c, ok := sn.Snapshot(); ok {
+				return c, true
+			}
+		}
+	}
+	return plan.Changed{}, false
 }
 
 // ID returns the session's id.

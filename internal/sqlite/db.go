@@ -52,6 +52,9 @@ type Options struct {
 	// Logger receives warnings from background lock refreshes; nil
 	// discards them.
 	Logger *slog.Logger
+	// Feed, when set, maps appended rows to feed events, stored in the
+	// same transaction as the rows.
+	Feed FeedOf
 }
 
 // DB is an open database file. It is safe for concurrent use, and several
@@ -67,6 +70,9 @@ type DB struct {
 	mu     sync.Mutex // guards closed and locks
 	closed bool
 	locks  map[*Lock]struct{} // held locks, released by Close
+
+	feedMu sync.Mutex    // guards feedCh
+	feedCh chan struct{} // closed at the next feed commit; nil when nobody waits
 }
 
 // Open opens (creating if needed) the database at path and migrates it to

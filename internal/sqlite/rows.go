@@ -86,8 +86,20 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 			return nil, fmt.Errorf("append rows to %s: set title: %w", sessionID, err)
 		}
 	}
+	var fed bool
+	if db.opts.Feed != nil {
+		if entries := db.opts.Feed(sessionID, out); len(entries) > 0 {
+			if _, err := db.insertFeed(ctx, tx, entries); err != nil {
+				return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
+			}
+			fed = true
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
+	}
+	if fed {
+		db.feedChanged()
 	}
 	return out, nil
 }

@@ -152,6 +152,18 @@ func (f *Fold) TakeEvent() (agent.Event, bool) {
 	return changed(f.st), true
 }
 
+// Snapshot returns the list as it stands.
+func (f *Fold) Snapshot() (plan.Changed, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.on() {
+		return plan.Changed{}, false
+	}
+	return changed(f.st), true
+}
+
+var _ plan.Snapshotter = (*Fold)(nil)
+
 func changed(st state) plan.Changed {
 	items := slices.Clone(st.Items)
 	if items == nil {

@@ -130,6 +130,16 @@ func (f *Fold) TakeEvent() (agent.Event, bool) {
 	return changed(s.cur), true
 }
 
+// Snapshot returns the plan as it stands.
+func (f *Fold) Snapshot() (plan.Changed, bool) {
+	s := f.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return changed(s.cur), true
+}
+
+var _ plan.Snapshotter = (*Fold)(nil)
+
 func changed(st state) plan.Changed {
 	items := slices.Clone(st.Items)
 	if items == nil {

@@ -126,6 +126,16 @@ func (f *Fold) TakeEvent() (agent.Event, bool) {
 	return changed(p.st), true
 }
 
+// Snapshot returns the list as it stands.
+func (f *Fold) Snapshot() (plan.Changed, bool) {
+	p := f.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return changed(p.st), true
+}
+
+var _ plan.Snapshotter = (*Fold)(nil)
+
 func changed(st state) plan.Changed {
 	items := make([]plan.Item, len(st.Items))
 	done := 0

@@ -1,0 +1,165 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"meka.dev/meka/session"
+)
+
+// feedSchema is the durable event feed: one row per event a live client
+// may be sent, with a global, strictly increasing id. SQLite serialises
+// writers, so commit order is id order.
+const feedSchema = `
+CREATE TABLE feed (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	session_id TEXT NOT NULL DEFAULT '',
+	turn       INTEGER NOT NULL DEFAULT 0,
+	type       TEXT NOT NULL,
+	data       TEXT NOT NULL, -- the event's JSON
+	time       INTEGER NOT NULL
+) STRICT;
+CREATE INDEX feed_by_session ON feed (session_id, id);
+`
+
+// FeedEntry is an event to store in the feed.
+type FeedEntry struct {
+	SessionID string
+	Turn      int64
+	Type      string
+	Data      json.RawMessage
+}
+
+// FeedEvent is a stored event: an entry with its id and time.
+type FeedEvent struct {
+	ID int64
+	FeedEntry
+	Time time.Time
+}
+
+// FeedOf maps rows appended to a session to the feed events they cause;
+// Options.Feed sets it, and Append stores its events in the transaction
+// that stores the rows, so a row and its events commit together.
+type FeedOf func(sessionID string, rows []session.Row) []FeedEntry
+
+// Feed is the database's event feed.
+type Feed struct{ db *DB }
+
+// Feed returns the event feed.
+func (db *DB) Feed() *Feed { return &Feed{db} }
+
+// Append stores entries in one transaction and returns them stored.
+func (f *Feed) Append(ctx context.Context, entries []FeedEntry) ([]FeedEvent, error) {
+	if err := f.db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("append feed: %w", err)
+	}
+	tx, err := f.db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("append feed: %w", err)
+	}
+	defer tx.Rollback()
+	out, err := f.db.insertFeed(ctx, tx, entries)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("append feed: %w", err)
+	}
+	f.db.feedChanged()
+	return out, nil
+}
+
+func (db *DB) insertFeed(ctx context.Context, tx *sql.Tx, entries []FeedEntry) ([]FeedEvent, error) {
+	now := db.now()
+	out := make([]FeedEvent, 0, len(entries))
+	for _, e := range entries {
+		var id int64
+		err := tx.QueryRowContext(ctx, `INSERT INTO feed (session_id, turn, type, data, time) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+			e.SessionID, e.Turn, e.Type, string(e.Data), toMicro(now)).Scan(&id)
+		if err != nil {
+			return nil, fmt.Errorf("append feed %s: %w", e.Type, err)
+		}
+		out = append(out, FeedEvent{ID: id, FeedEntry: e, Time: now})
+	}
+	return out, nil
+}
+
+// After returns up to limit events with an id above after, oldest first;
+// sessionID, when set, keeps that session's only.
+func (f *Feed) After(ctx context.Context, after int64, sessionID string, limit int) ([]FeedEvent, error) {
+	if err := f.db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("read feed: %w", err)
+	}
+	q := `SELECT id, session_id, turn, type, data, time FROM feed WHERE id > ? ORDER BY id LIMIT ?`
+	args := []any{after, limit}
+	if sessionID != "" {
+		q = `SELECT id, session_id, turn, type, data, time FROM feed WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`
+		args = []any{sessionID, after, limit}
+	}
+	rows, err := f.db.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read feed: %w", err)
+	}
+	defer rows.Close()
+	var out []FeedEvent
+	for rows.Next() {
+		var e FeedEvent
+		var data string
+		var t int64
+		if err := rows.Scan(&e.ID, &e.SessionID, &e.Turn, &e.Type, &data, &t); err != nil {
+			return nil, fmt.Errorf("read feed: %w", err)
+		}
+		e.Data, e.Time = json.RawMessage(data), fromMicro(t)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read feed: %w", err)
+	}
+	return out, nil
+}
+
+// Bounds returns the oldest and newest ids in the feed, 0 and 0 when it
+// is empty.
+func (f *Feed) Bounds(ctx context.Context) (oldest, newest int64, err error) {
+	if err := f.db.checkOpen(); err != nil {
+		return 0, 0, fmt.Errorf("read feed bounds: %w", err)
+	}
+	err = f.db.reader.QueryRowContext(ctx, `SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM feed`).Scan(&oldest, &newest)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read feed bounds: %w", err)
+	}
+	return oldest, newest, nil
+}
+
+// Prune drops events older than before, keeping ids increasing.
+func (f *Feed) Prune(ctx context.Context, before time.Time) (int64, error) {
+	res, err := f.db.writer.ExecContext(ctx, `DELETE FROM feed WHERE time < ?`, toMicro(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune feed: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// Changed returns a channel closed at the next commit of feed events by
+// this process; other processes' commits are seen by reading again.
+func (f *Feed) Changed() <-chan struct{} {
+	f.db.feedMu.Lock()
+	defer f.db.feedMu.Unlock()
+	if f.db.feedCh == nil {
+		f.db.feedCh = make(chan struct{})
+	}
+	return f.db.feedCh
+}
+
+// feedChanged wakes the waiters of Changed.
+func (db *DB) feedChanged() {
+	db.feedMu.Lock()
+	defer db.feedMu.Unlock()
+	if db.feedCh != nil {
+		close(db.feedCh)
+		db.feedCh = nil
+	}
+}
