@@ -10,6 +10,9 @@ import (
 )
 
 func main() {
+	// Provider keys leave the environment before anything can start a
+	// child; a failure only leaves them where they were.
+	_ = cli.HideKeys(os.Args[1:])
 	ctx, stop := cli.SignalContext(context.Background())
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -60,7 +60,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	// A confined shell command re-executes meka as its Landlock helper;
 	// that process confines itself and becomes the command here.
 	sandbox.RunHelperIfRequested()
-	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -12,5 +12,8 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == attackMarker {
 		runAttack(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == hideMarker {
+		runHide()
+	}
 	os.Exit(m.Run())
 }

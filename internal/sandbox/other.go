@@ -50,3 +50,16 @@ func OpenForWrite(path string, flag int, perm fs.FileMode, roots *Roots) (*os.Fi
 	return nil, errUnsupported
 }
 func WriteFileAtomic(path string, data []byte, roots *Roots) error { return errUnsupported }
+
+// HideEnv unsets names and returns their values; off Linux the initial
+// environment block is left as it is.
+func HideEnv(names []string) (map[string]string, error) {
+	values := map[string]string{}
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok {
+			values[n] = v
+			os.Unsetenv(n)
+		}
+	}
+	return values, nil
+}
