@@ -43,12 +43,16 @@ func (m *screen) event(ev agent.Event) tea.Cmd {
 		if title == "" {
 			title = ev.Name
 		}
-		// A running sub-agent's progress belongs in its call's block:
-		// agent_* calls stream it as output like a command does.
 		m.calls = append(m.calls, &liveCall{id: ev.CallID, card: card{name: ev.Name, title: title}, started: m.now()})
 	case agent.ToolCallOutput:
 		if c := m.call(ev.CallID); c != nil {
 			c.output = tailString(c.output+ev.Chunk, outputWindow)
+		}
+	case agent.ToolCallProgress:
+		// A running sub-agent's most recent calls, shown in its call's
+		// block in place of what was there.
+		if c := m.call(ev.CallID); c != nil {
+			c.output = strings.Join(ev.Lines, "\n")
 		}
 	case agent.ToolCallFinished:
 		m.endReply()

@@ -466,3 +466,17 @@ func TestLiveRegionBounded(t *testing.T) {
 		t.Fatalf("cursor row %d in %q", row, lines)
 	}
 }
+
+// A running sub-agent's progress replaces what its call shows.
+func TestSubAgentProgress(t *testing.T) {
+	h := newHarness(t)
+	h.event(userTurn("x"))
+	h.event(agent.ToolCallStarted{CallID: "s1", Name: "agent_run", Title: "agent_run explorer"})
+	h.event(agent.ToolCallProgress{CallID: "s1", Lines: []string{"✓ file_read a.go", "◐ grep TODO"}})
+	h.event(agent.ToolCallProgress{CallID: "s1", Lines: []string{"✓ grep TODO"}})
+	lines, _, _ := h.m.frame()
+	live := strings.Join(lines, "\n")
+	if !strings.Contains(live, "◐ agent_run explorer") || !strings.Contains(live, "✓ grep TODO") || strings.Contains(live, "file_read") {
+		t.Fatalf("live region:\n%s", live)
+	}
+}
