@@ -117,10 +117,11 @@ type Engine struct {
 	opts   Options
 	folder *session.Folder
 
-	specsMu      sync.Mutex // guards specs, specsVersion and specNames
+	specsMu      sync.Mutex // guards specs, specsVersion, specNames and specsSent
 	specs        []model.ToolSpec
 	specsVersion uint64
 	specNames    []string
+	specsSent    bool // a request carried specs
 
 	running sync.Mutex // held for the length of a turn or compaction
 

@@ -11,7 +11,7 @@ import (
 // toolSpecs rebuilds the specs the model is sent when the registry
 // changed since they were built (a source such as an MCP server moved),
 // and reports the change of names as a notice; ok is false when the set
-// of names is the one the model already saw, and on the first build.
+// of names is the one the model was last sent, or it was sent none yet.
 func (e *Engine) toolSpecs() (change session.Notice, ok bool) {
 	v := e.opts.Tools.Version()
 	e.specsMu.Lock()
@@ -27,7 +27,8 @@ func (e *Engine) toolSpecs() (change session.Notice, ok bool) {
 		names[i] = specs[i].Name
 	}
 	slices.Sort(names)
-	first := e.specs == nil
+	// Only a set the model was sent can have changed for it.
+	first := !e.specsSent
 	before := e.specNames
 	e.specs, e.specsVersion, e.specNames = specs, v, names
 	if first || slices.Equal(before, names) {
@@ -59,5 +60,6 @@ func (e *Engine) toolSpecs() (change session.Notice, ok bool) {
 func (e *Engine) currentSpecs() []model.ToolSpec {
 	e.specsMu.Lock()
 	defer e.specsMu.Unlock()
+	e.specsSent = true
 	return e.specs
 }

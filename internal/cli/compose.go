@@ -8,6 +8,7 @@ import (
 
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/mcp"
 	"meka.dev/meka/internal/subagent"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/anthropic"
@@ -22,6 +23,10 @@ type app struct {
 	db    *database
 	host  *host.Host
 	sched *scheduling // nil when [schedule] enabled = false
+	// mcp is nil when no MCP server is configured; notices says what it
+	// tells about its servers.
+	mcp     *mcp.Manager
+	notices *mcpNotices
 }
 
 // startScheduler runs the scheduler loop until the returned stop; only
@@ -33,6 +38,9 @@ func (a *app) startScheduler(ctx context.Context) (stop func()) {
 func (a *app) close(ctx context.Context) {
 	if a.host != nil {
 		_ = a.host.Close(ctx)
+	}
+	if a.mcp != nil {
+		_ = a.mcp.Close()
 	}
 	if a.db != nil {
 		_ = a.db.Close()
@@ -88,6 +96,8 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		return nil, usageError("%v", err)
 	}
 	agents := subagent.Sources{UserDir: config.AgentsDir(g.getenv), Logger: log}
+	notices := &mcpNotices{}
+	servers := g.newMCP(cfg, log, notices)
 	h, err := host.New(host.Options{
 		Store:       db.Sessions(),
 		Profiles:    func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
@@ -97,6 +107,7 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		Deny:        cfg.Tools.Deny,
 		Permissions: perms,
 		DataDir:     dataDir,
+		MCP:         servers,
 		Logger:      log,
 	})
 	if err != nil {
@@ -104,7 +115,13 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		return nil, &exitError{code: 1, err: err}
 	}
 	sc.attach(h)
-	return &app{cfg: cfg, db: db, host: h, sched: sc}, nil
+	notices.attach(h, nil)
+	// The servers start with the host, in parallel, shared by every
+	// session; a turn waits at most their startup_timeout.
+	if servers != nil {
+		servers.Start(ctx)
+	}
+	return &app{cfg: cfg, db: db, host: h, sched: sc, mcp: servers, notices: notices}, nil
 }
 
 // buildProfile resolves a profile and builds its provider.

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/mcp"
 	"meka.dev/meka/internal/oneshot"
 	"meka.dev/meka/internal/repl"
 	"meka.dev/meka/permission"
@@ -28,6 +29,14 @@ func runOneshot(ctx context.Context, g *globals, prompt string, cont bool, resum
 		return err
 	}
 	defer a.close(context.WithoutCancel(ctx))
+	a.notices.attach(a.host, g.terminalSafe(g.stderr))
+	if a.mcp != nil {
+		// A required server that did not start fails the run before any
+		// turn; the others only cost their notice.
+		if err := a.mcp.Wait(ctx); errors.Is(err, mcp.ErrRequired) {
+			return &exitError{code: 1, err: err}
+		}
+	}
 	s, err := openSession(ctx, g, a, cont, resume)
 	if err != nil {
 		return err
@@ -77,6 +86,7 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 		return err
 	}
 	defer a.close(context.WithoutCancel(ctx))
+	a.notices.attach(a.host, g.terminalSafe(g.stderr))
 	// A standing terminal is a long-lived host: jobs its session set fire.
 	// The scheduler stops before the host closes (defers run last first).
 	defer a.startScheduler(ctx)()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/mcp"
 	"meka.dev/meka/internal/task"
 	"meka.dev/meka/internal/tools/fstool"
 	"meka.dev/meka/model"
@@ -142,8 +143,11 @@ type Options struct {
 	// Definitions resolves a named sub-agent definition for a session in
 	// cwd; nil knows none.
 	Definitions func(cwd, name string) (Definition, error)
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// MCP, when set, offers its servers' tools to every session; the
+	// caller starts and closes it.
+	MCP    *mcp.Manager
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Host holds the sessions this process has open.

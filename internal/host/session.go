@@ -49,7 +49,7 @@ type Session struct {
 	depth  int
 	label  string
 
-	mu     sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker, closed
+	mu     sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker, elicitor, closed
 	closed bool       // set by close before it waits for the turn
 
 	metaMu  sync.Mutex // serializes changes of the stored description
@@ -59,6 +59,8 @@ type Session struct {
 	inbox   []model.Part
 	cancel  context.CancelCauseFunc
 	asker   permission.Asker
+	// elicitor answers MCP elicitations; nil declines.
+	elicitor Elicitor
 
 	turns sync.WaitGroup // running turns
 
@@ -148,6 +150,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	if err := s.tools.Add(st...); err != nil {
 		return nil, err
 	}
+	s.addMCP()
 	opts := agent.Options{
 		Provider: prof.Provider, Log: logFunc(func(ctx context.Context, rows []session.Row) ([]session.Row, error) {
 			return h.opts.Store.Append(ctx, meta.ID, rows)
@@ -494,6 +497,7 @@ func (s *Session) run(ctx context.Context, msg session.UserMessage, started func
 		return agent.Result{}, err
 	}
 	s.setTitle(ctx, msg)
+	s.waitMCP(ctx)
 	return s.engine.Run(ctx, msg)
 }
 

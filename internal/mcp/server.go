@@ -92,7 +92,9 @@ func (s *server) run(ctx context.Context) {
 				s.settle(first)
 				return
 			}
-			s.m.opts.Logger.Warn("mcp: server did not start", "server", s.cfg.Name, "err", err, "stderr", s.stderr.String())
+			// The reason and stderr can carry a command line: -v shows
+			// them; the notice names the server only.
+			s.m.opts.Logger.Info("mcp: server did not start", "server", s.cfg.Name, "err", err, "stderr", s.stderr.String())
 			s.setState(StateFailed, err, "MCP server "+s.cfg.Name+" failed to start")
 		} else {
 			backoff = s.m.opts.MinBackoff
@@ -102,7 +104,7 @@ func (s *server) run(ctx context.Context) {
 		if c != nil {
 			select {
 			case <-c.done:
-				s.m.opts.Logger.Warn("mcp: server disconnected", "server", s.cfg.Name, "stderr", s.stderr.String())
+				s.m.opts.Logger.Info("mcp: server disconnected", "server", s.cfg.Name, "stderr", s.stderr.String())
 			case <-ctx.Done():
 			}
 			s.disconnect(c)
