@@ -50,6 +50,7 @@ session/resume reopen stored ones. Logs go to stderr (-v, -vv).`,
 }
 
 func runACP(ctx context.Context, g *globals, workspace, readable []string) error {
+	g.clientDirs = true
 	a, err := g.newApp(ctx)
 	if err != nil {
 		return err

@@ -46,6 +46,11 @@ type globals struct {
 	permission string
 	project    string
 	verbose    int
+	// workspaceHome lets a session in / or $HOME run at workspace.
+	workspaceHome bool
+	// clientDirs is set by front doors whose sessions take their
+	// directory from a client (acp), not from meka's own.
+	clientDirs bool
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -155,6 +160,7 @@ Exit status:
 	f.StringVar(&g.profile, "profile", "", "model profile to use")
 	f.StringVar(&g.permission, "permission", "", "permission level: none, read, workspace or unrestricted")
 	f.StringVar(&g.project, "project", "", "project the session belongs to")
+	f.BoolVar(&g.workspaceHome, "workspace-home", false, "allow the workspace level in / or your home directory, where commands could change every file below it")
 	f.CountVarP(&g.verbose, "verbose", "v", "log to stderr: -v info, -vv debug")
 	lf := root.Flags()
 	lf.BoolVar(&oneshot, "oneshot", false, "run one turn and exit: in a new session, or the one -c or -r names")

@@ -84,6 +84,9 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		}
 		perms.Default = l
 	}
+	if err := g.checkWorkspaceHome(perms.Default); err != nil {
+		return nil, err
+	}
 	db, err := g.openDB(ctx, cfg)
 	if err != nil {
 		return nil, err

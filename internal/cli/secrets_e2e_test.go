@@ -43,3 +43,27 @@ func TestKeyNotInEnviron(t *testing.T) {
 		t.Errorf("meka's /proc/<pid>/environ still holds the key: %s", result)
 	}
 }
+
+// TestWorkspaceHomeRefused starts meka in $HOME at the default workspace
+// level: refused with the reason unless --workspace-home or a lower level.
+func TestWorkspaceHomeRefused(t *testing.T) {
+	s, err := script.Parse([]byte(`{"rounds":[{"text":"ok"},{"text":"ok"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1")
+	home := strings.TrimPrefix(env[0], "HOME=")
+	_, errOut, code := run(t, home, env, "--oneshot", "hi")
+	if code != 2 || !strings.Contains(errOut, "your home directory") || !strings.Contains(errOut, "--workspace-home") {
+		t.Fatalf("in $HOME: code %d stderr %q", code, errOut)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Error("a refused start reached the model")
+	}
+	for _, args := range [][]string{{"--workspace-home", "--oneshot", "hi"}, {"--permission", "read", "--oneshot", "hi"}} {
+		if out, errOut, code := run(t, home, env, args...); code != 0 || out != "ok\n" {
+			t.Errorf("%v: code %d stdout %q stderr %q", args, code, out, errOut)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/tools/fstool"
 	"meka.dev/meka/internal/tools/shelltool"
+	"meka.dev/meka/permission"
 	"meka.dev/meka/plan"
 	"meka.dev/meka/plan/checklist"
 	"meka.dev/meka/plan/todo"
@@ -142,4 +143,33 @@ func renderPlan(ev agent.Event) (string, bool) {
 		return "[meka] plan: empty\n", true
 	}
 	return "[meka] plan:\n" + plan.Lines(c.Items), true
+}
+
+// checkWorkspaceHome refuses the workspace level in / or the home
+// directory unless --workspace-home says the user means it: there the
+// workspace is everything, shell startup files and ssh keys included.
+func (g *globals) checkWorkspaceHome(level permission.Level) error {
+	if level != permission.Workspace || g.workspaceHome || g.clientDirs {
+		return nil
+	}
+	dir, err := cwd()
+	if err != nil {
+		return err
+	}
+	c, err := sandbox.Canonical(dir)
+	if err != nil {
+		return nil // the session's own check reports a bad directory
+	}
+	what := ""
+	if c == "/" {
+		what = "the root directory"
+	} else if home := g.getenv("HOME"); home != "" {
+		if h, err := sandbox.Canonical(home); err == nil && h == c {
+			what = "your home directory"
+		}
+	}
+	if what == "" {
+		return nil
+	}
+	return usageError("meka is started in %s (%s) at the workspace level, where commands and file tools could change every file below it: your shell startup files, ssh keys and other projects included. Start meka in a project directory, choose --permission read, or pass --workspace-home if you mean it.", what, c)
 }
