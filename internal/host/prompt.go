@@ -114,9 +114,10 @@ func recordedPrompt(rows []session.Row) (session.SystemPrompt, bool) {
 // sessionPrompt returns the system prompt a session's requests start
 // with: the recorded one while it still describes the session (same
 // directories, same day, no reload asked), else a fresh one, recorded
-// with notices for skills that were skipped. rows is returned with what
-// was appended.
-func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permission.Level, prof Profile, rows []session.Row, fresh bool, list []skills.Skill, problems []skills.Problem) (session.SystemPrompt, []session.Row, error) {
+// with notices for skills that were skipped; extra (a sub-agent's
+// framing) is part of what is recorded. rows is returned with what was
+// appended.
+func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permission.Level, prof Profile, rows []session.Row, fresh bool, list []skills.Skill, problems []skills.Problem, extra string) (session.SystemPrompt, []session.Row, error) {
 	loc := h.opts.Prompt.Location
 	if loc == nil {
 		loc = time.Local
@@ -126,7 +127,7 @@ func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permi
 		return rec, rows, nil
 	}
 	p, _ := h.buildPrompt(ctx, meta, prof, level, list)
-	rec := session.SystemPrompt{Text: p.Text, Cwd: meta.Cwd, Roots: meta.AdditionalDirs, Day: p.Day}
+	rec := session.SystemPrompt{Text: p.Text + extra, Cwd: meta.Cwd, Roots: meta.AdditionalDirs, Day: p.Day}
 	for _, f := range p.Files {
 		rec.Files = append(rec.Files, f.String())
 	}

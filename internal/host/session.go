@@ -174,16 +174,17 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 		opts.Folds = append(opts.Folds, x.Folds...)
 	}
 	opts.Compactors = append(opts.Compactors, &s.loaded)
-	s.prompt, rows, err = h.sessionPrompt(ctx, wide, s.Level(), prof, rows, h.takeReload(meta.ID), list, problems)
+	extraPrompt := ""
+	if s.parent != nil {
+		extraPrompt = childSystem(def) // recorded with the prompt it is part of
+	}
+	s.prompt, rows, err = h.sessionPrompt(ctx, wide, s.Level(), prof, rows, h.takeReload(meta.ID), list, problems, extraPrompt)
 	if err != nil {
 		return nil, err
 	}
 	opts.System = s.prompt.Text
-	if s.parent != nil {
-		opts.System += childSystem(def)
-		if def.MaxTurns > 0 {
-			opts.MaxTurns = def.MaxTurns
-		}
+	if def.MaxTurns > 0 {
+		opts.MaxTurns = def.MaxTurns
 	}
 	s.folds = opts.Folds
 	s.engine, err = agent.New(opts, rows)

@@ -67,6 +67,15 @@ func TestSpawnRunsChildAndReturnsReport(t *testing.T) {
 	if trs[0].Usage != (model.Usage{InputTokens: 300, OutputTokens: 30}) {
 		t.Errorf("recorded sub-agent usage = %+v", trs[0].Usage)
 	}
+	var framed bool
+	for _, row := range f.rows(kid.ID) {
+		if sp, ok := row.Entry.(session.SystemPrompt); ok && strings.Contains(sp.Text, "You are a sub-agent") {
+			framed = true
+		}
+	}
+	if !framed {
+		t.Errorf("the child's recorded system prompt lacks the sub-agent framing")
+	}
 	// Hidden from the lists; the parent's conversation has none of the
 	// child's rows.
 	page, err := f.db.Sessions().List(t.Context(), session.ListOptions{})
