@@ -222,7 +222,46 @@ func (s *Scheduler) fire(ctx context.Context, j Job, msg session.UserMessage) (d
 			delivered, err = false, fmt.Errorf("panic: %v\n%s", r, debug.Stack())
 		}
 	}()
+	stop := s.keepLease(ctx, j)
+	defer stop()
 	return s.opts.Firer.Fire(ctx, j.SessionID, Firing{JobID: j.ID, Message: msg, Withdraw: j.Recurring()})
+}
+
+// keepLease renews the lease on j every third of ClaimLease while its
+// turn runs, so a long turn is not taken for a dead host's; a host that
+// dies stops renewing and another takes the occurrence over once the
+// lease runs out. stop ends the renewals and waits for them.
+func (s *Scheduler) keepLease(ctx context.Context, j Job) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.opts.ClaimLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			ok, err := s.opts.Store.Renew(ctx, j.ID, s.opts.Owner, s.opts.Now().Add(s.opts.ClaimLease))
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				s.log.Warn("renew job lease during its turn", "job", ShortID(j.ID), "err", err)
+			case !ok:
+				// Canceled meanwhile, or taken over: the turn goes on, and
+				// its advance will find the job no longer ours.
+				s.log.Warn("job lease lost during its turn", "job", ShortID(j.ID))
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // message builds the turn's input: the prompt as written, then what the

@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -11,7 +12,12 @@ import (
 	"meka.dev/meka/session"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(envRole) != "" {
+		os.Exit(runHost())
+	}
+	pgtest.Main(m)
+}
 
 func TestStore(t *testing.T) {
 	scheduletest.Run(t, func(t *testing.T) scheduletest.Harness {
