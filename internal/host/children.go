@@ -205,7 +205,17 @@ func (p spawner) Subscribe(fn func(agent.Event)) func() { return p.s.Subscribe(f
 type child struct{ *Session }
 
 func (c child) Run(ctx context.Context, task string) (agent.Result, error) {
-	return c.Session.Run(ctx, session.UserMessage{Parts: model.Parts{model.Text{Text: task}}})
+	msg := session.UserMessage{Parts: model.Parts{model.Text{Text: task}}}
+	res, err := c.Session.Run(ctx, msg)
+	if errors.Is(err, ErrClosed) && c.parent != nil {
+		// Swept between its opening and its turn: taken up again, once.
+		again, oerr := c.parent.Child(ctx, c.id)
+		if oerr != nil {
+			return res, err
+		}
+		return again.Run(ctx, msg)
+	}
+	return res, err
 }
 
 func (c child) Steer(text string) bool { return c.Session.Steer(model.Text{Text: text}) }

@@ -32,6 +32,8 @@ type router struct {
 	mu       sync.Mutex // guards children
 	children map[string]*script.Provider
 	before   func(ctx context.Context, task string, req *model.Request) error
+	// after, when set, is called once a sub-agent's answer was streamed.
+	after func(task string)
 }
 
 func (r *router) Name() string { return script.Name }
@@ -55,7 +57,20 @@ func (r *router) Stream(ctx context.Context, req *model.Request) iter.Seq2[model
 			return func(yield func(model.Event, error) bool) { yield(nil, err) }
 		}
 	}
-	return p.Stream(ctx, req)
+	r.mu.Lock()
+	after := r.after
+	r.mu.Unlock()
+	if after == nil {
+		return p.Stream(ctx, req)
+	}
+	return func(yield func(model.Event, error) bool) {
+		defer after(task)
+		for ev, err := range p.Stream(ctx, req) {
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
 }
 
 func firstText(req *model.Request) string {
@@ -91,6 +106,8 @@ type fixture struct {
 	steered     chan struct{}
 	steeredOnce sync.Once
 	depth       int
+	// maxParallel is [agents] max_parallel, 0 for the default.
+	maxParallel int
 	opts        host.Options
 	h           *host.Host
 
@@ -138,7 +155,7 @@ func newFixture(t testing.TB, parentRounds string, children map[string]string) *
 				if env.Depth >= f.depth {
 					return host.Extension{}, nil
 				}
-				tools := subagent.Tools(subagent.Options{Spawner: env.Session.Spawner(),
+				tools := subagent.Tools(subagent.Options{Spawner: env.Session.Spawner(), MaxParallel: f.maxParallel,
 					ScratchDir: filepath.Join(env.DataDir, "scratch")})
 				for i, tl := range tools {
 					if tl.Spec().Name == subagent.SteerName {

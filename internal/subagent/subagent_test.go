@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -228,5 +229,59 @@ func TestSteerReachesTheChildsNextRequest(t *testing.T) {
 	last := requestText(reqs[len(reqs)-1])
 	if !strings.Contains(last, "use tabs") {
 		t.Errorf("the child's request after the steer lacks it:\n%s", last)
+	}
+}
+
+func TestParallelCeiling(t *testing.T) {
+	f := newFixture(t, `[
+	 {"tool_calls":[{"id":"s1","name":"agent_spawn","arguments":{"task":"a"}},{"id":"s2","name":"agent_spawn","arguments":{"task":"b"}},{"id":"s3","name":"agent_spawn","arguments":{"task":"c"}}]},
+	 {"text":"done"}]`,
+		map[string]string{"a": `[{"text":"A"}]`, "b": `[{"text":"B"}]`, "c": `[{"text":"C"}]`})
+	f.maxParallel = 1
+	var mu sync.Mutex
+	running, most := 0, 0
+	f.model.before = func(context.Context, string, *model.Request) error {
+		mu.Lock()
+		defer mu.Unlock()
+		running++
+		most = max(most, running)
+		return nil
+	}
+	f.model.after = func(string) {
+		mu.Lock()
+		running--
+		mu.Unlock()
+	}
+	p := f.parent()
+	if _, err := p.Prompt(t.Context(), model.Text{Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	if most != 1 {
+		t.Errorf("%d sub-agents ran at once under a ceiling of 1", most)
+	}
+	if n := len(results(f.rows(p.ID()))); n != 3 {
+		t.Errorf("%d results, want 3", n)
+	}
+}
+
+func TestLongReportGoesToTheScratchpad(t *testing.T) {
+	long := strings.Repeat("line of the report\n", 5000)
+	b, _ := json.Marshal(long)
+	f := newFixture(t, `[
+	 {"tool_calls":[{"id":"s1","name":"agent_spawn","arguments":{"task":"talk"}}]},
+	 {"text":"ok"}]`, map[string]string{"talk": `[{"text":` + string(b) + `}]`})
+	p := f.parent()
+	if _, err := p.Prompt(t.Context(), model.Text{Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	r := decodeReport(t, results(f.rows(p.ID()))[0])
+	if len(r.Report) > 16<<10 || !strings.Contains(r.Report, "scratchpad file") {
+		t.Fatalf("report of %d bytes: %.200q", len(r.Report), r.Report)
+	}
+	i := strings.Index(r.Report, "scratchpad file ")
+	path := strings.TrimSuffix(strings.Fields(r.Report[i+len("scratchpad file "):])[0], ":")
+	whole, err := os.ReadFile(path)
+	if err != nil || string(whole) != long {
+		t.Errorf("scratchpad file %s: %d bytes, %v; want the whole report", path, len(whole), err)
 	}
 }
