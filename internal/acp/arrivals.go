@@ -7,13 +7,16 @@ import (
 )
 
 // A session/cancel sent straight after a session/prompt must stop that
-// prompt even if it arrives before the prompt's handler has started: the
-// JSON-RPC layer serves requests on goroutines of their own and
-// notifications on another, so the two race. The layer's Arrived hook
-// closes the race: it records each session/prompt as it is read, before
-// the layer dispatches anything after it. A cancel then latches onto the
-// prompts on their way, and each prompt's handler finds its latch by
-// request id.
+// prompt even if it arrives before the prompt's handler has started, and
+// a session/prompt sent straight after a cancel must not be stopped by it:
+// the JSON-RPC layer serves requests on goroutines of their own and
+// notifications on another, so all three race. The layer's arrival hooks
+// close the race: they see each session/prompt and session/cancel as it
+// is read, before the layer dispatches anything after it. A cancel then
+// latches onto the prompts on their way, each prompt's handler finds its
+// latch by request id, and a prompt knows whether a cancel of its session
+// came before it on the wire (so it may queue behind the turn that cancel
+// ends).
 
 // maxArrivals bounds the prompts remembered; one whose handler never ran
 // (its line was malformed) is forgotten eventually.
@@ -24,14 +27,35 @@ type arrivals struct {
 	mu      sync.Mutex // guards the fields below
 	pending map[string]*arrival
 	order   []string
+	// seq numbers prompts and cancels in the order they were read.
+	seq uint64
+	// cancels holds the position of each session's last cancel.
+	cancels map[string]uint64
 }
 
 type arrival struct {
 	sessionID string
-	latched   bool
+	ticket
 }
 
-func newArrivals() *arrivals { return &arrivals{pending: make(map[string]*arrival)} }
+// ticket is what a prompt's handler learns of its place on the wire.
+type ticket struct {
+	// seq is the prompt's position; zero when it was not recorded.
+	seq uint64
+	// cancelAt is the position of the last cancel of its session read
+	// before it, zero for none.
+	cancelAt uint64
+	// latched is set when a cancel read after it applies to it.
+	latched bool
+}
+
+// cancelsTurn reports whether the prompt holding t came after a cancel
+// that ends the turn started by the prompt at position inFlight.
+func (t ticket) cancelsTurn(inFlight uint64) bool { return t.cancelAt > inFlight }
+
+func newArrivals() *arrivals {
+	return &arrivals{pending: make(map[string]*arrival), cancels: make(map[string]uint64)}
+}
 
 func (a *arrivals) add(id, sessionID string) {
 	a.mu.Lock()
@@ -39,18 +63,21 @@ func (a *arrivals) add(id, sessionID string) {
 	if _, ok := a.pending[id]; !ok {
 		a.order = append(a.order, id)
 	}
-	a.pending[id] = &arrival{sessionID: sessionID}
+	a.seq++
+	a.pending[id] = &arrival{sessionID: sessionID, ticket: ticket{seq: a.seq, cancelAt: a.cancels[sessionID]}}
 	for len(a.order) > maxArrivals {
 		delete(a.pending, a.order[0])
 		a.order = a.order[1:]
 	}
 }
 
-// latch marks the session's prompts on their way as cancelled; it
-// reports whether there was one.
+// latch marks the session's prompts on their way as cancelled and records
+// the cancel's position; it reports whether there was such a prompt.
 func (a *arrivals) latch(sessionID string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.seq++
+	a.cancels[sessionID] = a.seq
 	found := false
 	for _, p := range a.pending {
 		if p.sessionID == sessionID {
@@ -60,14 +87,14 @@ func (a *arrivals) latch(sessionID string) bool {
 	return found
 }
 
-// take removes a prompt's record as its handler starts and reports
-// whether a cancel latched onto it.
-func (a *arrivals) take(id string) bool {
+// take removes a prompt's record as its handler starts and returns its
+// ticket.
+func (a *arrivals) take(id string) ticket {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p := a.pending[id]
 	if p == nil {
-		return false
+		return ticket{}
 	}
 	delete(a.pending, id)
 	for i, o := range a.order {
@@ -76,7 +103,23 @@ func (a *arrivals) take(id string) bool {
 			break
 		}
 	}
-	return p.latched
+	return p.ticket
+}
+
+// cancelledSince reports whether a cancel of the session was read after
+// the prompt at position seq.
+func (a *arrivals) cancelledSince(sessionID string, seq uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return seq != 0 && a.cancels[sessionID] > seq
+}
+
+// forget drops what is remembered of a session's cancels once it is
+// closed.
+func (a *arrivals) forget(sessionID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.cancels, sessionID)
 }
 
 // arrived is the JSON-RPC layer's Arrived hook: it records each

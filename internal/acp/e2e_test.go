@@ -154,6 +154,12 @@ var scenarios = []scenario{
 		{"tool_calls": [{"id": "r", "name": "file_read", "arguments": {"path": "sub.txt"}}]},
 		{"text": "Wrote sub.txt.", "usage": {"input_tokens": 200, "output_tokens": 20}},
 		{"text": "The sub-agent wrote it.", "usage": {"input_tokens": 20, "output_tokens": 2}}]`},
+	// The cancelled command leaves a process outside its group holding its
+	// output open, so the cancelled turn takes a moment to end (the shell's
+	// WaitDelay): the next prompt arrives while it is still in flight.
+	{name: "cancelprompt", level: "unrestricted", rounds: `[
+		{"tool_calls": [{"id": "s1", "name": "shell_execute", "arguments": {"command": "setsid sleep 3 & sleep 30"}}]},
+		{"text": "after the stop"}]`},
 	{name: "setmode", level: "read", rounds: `[
 		{"tool_calls": [{"id": "r", "name": "file_read", "arguments": {"path": "in.txt"}}]},
 		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "out.txt", "content": "written"}}]},

@@ -24,6 +24,11 @@ type entry struct {
 	// response is decided; cancel cancels its turn once it runs.
 	inFlight bool
 	cancel   context.CancelCauseFunc
+	// seq is the wire position of the prompt last accepted, and answered
+	// is closed once its response is on the wire: a prompt sent after a
+	// cancel of that one waits for it.
+	seq      uint64
+	answered chan struct{}
 	// latched is a cancel that arrived for a prompt on its way, applied as
 	// its turn starts.
 	latched bool
@@ -98,6 +103,7 @@ func (e *entry) busy() bool {
 
 // cancelTurn cancels the prompt in flight: at once if its turn runs, as
 // it starts if it is on its way. With nothing in flight it is discarded.
+// Prompts read but not yet started are latched by arrivals, not here.
 func (e *entry) cancelTurn() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -107,8 +113,6 @@ func (e *entry) cancelTurn() {
 	case e.inFlight:
 		e.latched = true
 	}
-	// Prompts read but not yet started find the latch as they start.
-	e.s.arrivals.latch(e.id)
 }
 
 // announce sends what follows a creation response: the palette, the

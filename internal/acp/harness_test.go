@@ -169,7 +169,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.srv = newServer(opts)
-	h.srv.conn = jsonrpc.NewConn(sr, recorder{h, sw}, h.srv, jsonrpc.Options{MaxLineBytes: h.srv.opts.MaxLineBytes, Arrived: h.srv.arrivals.arrived})
+	h.srv.conn = jsonrpc.NewConn(sr, recorder{h, sw}, h.srv, h.srv.connOptions())
 	h.srv.base = ctx
 	go func() {
 		err := h.srv.conn.Serve(ctx)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/acp/jsonrpc"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
@@ -27,14 +28,37 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 		return nil, err
 	}
 	e.mu.Lock()
-	latched := s.arrivals.take(reqID)
-	if e.inFlight || e.switching {
+	t := s.arrivals.take(reqID)
+	for e.inFlight || e.switching {
+		switch {
+		case t.latched:
+			// Cancelled before it started, and another prompt has the
+			// session: it never runs.
+			e.mu.Unlock()
+			return &PromptResponse{StopReason: "cancelled", Usage: usage(model.Usage{})}, nil
+		case !e.inFlight || !t.cancelsTurn(e.seq):
+			e.mu.Unlock()
+			return nil, errBusy("")
+		}
+		// Sent after a cancel of the turn in flight (what an editor does
+		// when the user types after Stop): it queues behind that turn's
+		// response rather than racing it.
+		answered := e.answered
 		e.mu.Unlock()
-		return nil, errBusy("")
+		select {
+		case <-answered:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		// A cancel read while it waited is for it.
+		t.latched = t.latched || s.arrivals.cancelledSince(e.id, t.seq)
+		e.mu.Lock()
 	}
-	e.inFlight, e.latched = true, latched
+	answered := make(chan struct{})
+	e.inFlight, e.latched, e.seq, e.answered = true, t.latched, t.seq, answered
 	hs := e.hs
 	e.mu.Unlock()
+	jsonrpc.AfterResponse(ctx, func() { close(answered) })
 	defer func() {
 		e.mu.Lock()
 		e.inFlight, e.latched, e.cancel = false, false, nil

@@ -71,7 +71,7 @@ type Options struct {
 // the connection opened is closed before it returns.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	s := newServer(opts)
-	s.conn = jsonrpc.NewConn(r, w, s, jsonrpc.Options{MaxLineBytes: s.opts.MaxLineBytes, Logger: s.log, Arrived: s.arrivals.arrived})
+	s.conn = jsonrpc.NewConn(r, w, s, s.connOptions())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.base = ctx
@@ -85,6 +85,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	<-sweepDone
 	s.closeAll(context.WithoutCancel(ctx))
 	return err
+}
+
+// connOptions are the JSON-RPC layer's options: the line limit and the
+// arrival hooks that order cancels against prompts.
+func (s *server) connOptions() jsonrpc.Options {
+	return jsonrpc.Options{MaxLineBytes: s.opts.MaxLineBytes, Logger: s.log,
+		Arrived: s.arrivals.arrived, NotificationArrived: s.noted}
 }
 
 // server is one connection's state.
@@ -193,20 +200,33 @@ func decodeParams(raw json.RawMessage, p any) error {
 	return nil
 }
 
-// HandleNotification implements jsonrpc.Handler.
+// noted is the JSON-RPC layer's NotificationArrived hook. A cancel acts
+// here, on the reader goroutine, so that it stops exactly the prompts read
+// before it: those on their way latch (even when their session was swept
+// and will be reopened by the prompt itself), the one in flight is
+// cancelled, and a prompt read after it runs. It takes only short locks.
+func (s *server) noted(n *jsonrpc.Notification) {
+	if n.Method != "session/cancel" {
+		return
+	}
+	sid, ok := jsonrpc.StringMember(n.Params, "sessionId")
+	if !ok || sid == "" {
+		return // HandleNotification logs it
+	}
+	s.arrivals.latch(sid)
+	if e := s.lookup(sid); e != nil {
+		e.cancelTurn()
+	}
+}
+
+// HandleNotification implements jsonrpc.Handler. session/cancel has acted
+// already, as it was read (noted).
 func (s *server) HandleNotification(ctx context.Context, n *jsonrpc.Notification) {
 	switch n.Method {
 	case "session/cancel":
 		var p SessionIDRequest
-		if decodeParams(n.Params, &p) != nil {
+		if decodeParams(n.Params, &p) != nil || p.SessionID == "" {
 			s.log.Debug("acp: session/cancel with invalid params")
-			return
-		}
-		// A prompt on its way latches even when its session was swept
-		// and will be reopened by the prompt itself.
-		s.arrivals.latch(p.SessionID)
-		if e := s.lookup(p.SessionID); e != nil {
-			e.cancelTurn()
 		}
 	default:
 		s.log.Debug("acp: notification ignored", "method", n.Method)

@@ -197,6 +197,8 @@ func (s *server) closeSession(ctx context.Context, p *SessionIDRequest) (struct{
 		return struct{}{}, jsonrpc.NewError(jsonrpc.InvalidParams, "unknown session "+p.SessionID, map[string]string{"sessionId": p.SessionID})
 	}
 	e.cancelTurn()
+	s.arrivals.latch(e.id)
+	s.arrivals.forget(e.id)
 	e.detach()
 	if err := s.opts.Host.CloseSession(context.WithoutCancel(ctx), e.id); err != nil {
 		return struct{}{}, s.sessionError("close session", e.id, err)

@@ -3,12 +3,14 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"meka.dev/meka/internal/acp/jsonrpc"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"meka.dev/meka/internal/acp/jsonrpc"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -98,8 +100,16 @@ func TestLatch(t *testing.T) {
 	if !a.latch("s1") {
 		t.Fatal("the prompt on its way was not found")
 	}
-	if !a.take(`"p-1"`) || a.take("2") || a.take(`"p-1"`) {
+	if !a.take(`"p-1"`).latched || a.take("2").latched || a.take(`"p-1"`).latched {
 		t.Fatal("take: want the latched prompt once, and the other unlatched")
+	}
+	// A prompt read after a cancel is not latched by it, and knows the
+	// cancel came first.
+	a.arrived(&jsonrpc.Request{ID: json.RawMessage(`4`), Method: "session/prompt", Params: json.RawMessage(`{"sessionId":"s1","prompt":[]}`)})
+	a.arrived(&jsonrpc.Request{ID: json.RawMessage(`5`), Method: "session/prompt", Params: json.RawMessage(`{"sessionId":"s2","prompt":[]}`)})
+	t4, t5 := a.take("4"), a.take("5")
+	if t4.latched || t4.cancelAt == 0 || t4.cancelAt > t4.seq || t5.cancelAt != 0 {
+		t.Fatalf("tickets after a cancel: %+v %+v", t4, t5)
 	}
 }
 
@@ -232,5 +242,69 @@ func TestEditThroughEditor(t *testing.T) {
 	}
 	if !strings.Contains(resultText(last), "written on disk") {
 		t.Fatalf("the fallback is not disclosed: %q", resultText(last))
+	}
+}
+
+// TestPromptRightAfterCancel is what an editor does when the user types
+// after Stop: the cancel and the next prompt in one write, with the turn
+// still running. The cancelled turn answers cancelled, and the next prompt
+// is accepted, queued behind it: it runs (never refused as busy, never
+// cancelled by the cancel before it), its updates after the first
+// response.
+func TestPromptRightAfterCancel(t *testing.T) {
+	const n = 5
+	rounds := strings.Repeat(`{"tool_calls":[{"id":"c","name":"wait"}]},{"text":"next"},`, n)
+	started := make(chan struct{}, 1)
+	h := newHarness(t, harnessOptions{rounds: "[" + strings.TrimSuffix(rounds, ",") + "]",
+		tools: []tool.Tool{gateTool("wait", permission.Read, started, nil)}})
+	id := h.newSession()
+	for i := range n {
+		first := make(chan string, 1)
+		go func() {
+			var r PromptResponse
+			if err := h.client.Call(context.Background(), "session/prompt", PromptRequest{SessionID: id, Prompt: []ContentBlock{TextBlock("wait")}}, &r); err != nil {
+				first <- err.Error()
+				return
+			}
+			first <- r.StopReason
+		}()
+		<-started
+		cancel, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": SessionIDRequest{SessionID: id}})
+		next, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 2000 + i, "method": "session/prompt",
+			"params": PromptRequest{SessionID: id, Prompt: []ContentBlock{TextBlock("typed after stop")}}})
+		resp := h.rawResponse(string(cancel)+"\n"+string(next)+"\n", fmt.Sprint(2000+i))
+		if !strings.Contains(resp, `"stopReason":"end_turn"`) {
+			t.Fatalf("round %d: the prompt after the cancel answered %s", i, resp)
+		}
+		if got := <-first; got != "cancelled" {
+			t.Fatalf("round %d: the cancelled prompt answered %s", i, got)
+		}
+	}
+}
+
+// rawResponse writes lines straight to the server and returns its
+// response to the request with the given id.
+func (h *harness) rawResponse(lines, id string) string {
+	h.t.Helper()
+	h.mu.Lock()
+	before := len(h.wire)
+	h.mu.Unlock()
+	if _, err := io.WriteString(h.rawW, lines); err != nil {
+		h.t.Fatal(err)
+	}
+	for {
+		h.sync()
+		h.mu.Lock()
+		for _, l := range h.wire[before:] {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal([]byte(l), &m) == nil && m.Method == "" && string(m.ID) == id {
+				h.mu.Unlock()
+				return l
+			}
+		}
+		h.mu.Unlock()
 	}
 }

@@ -42,6 +42,34 @@ func TestArrivedPrecedesLaterMessages(t *testing.T) {
 	}
 }
 
+// TestNotificationArrivedPrecedesLaterRequests: what NotificationArrived
+// records for a notification is there when the request after it on the
+// wire is handled, even though the notification's handler is held up.
+func TestNotificationArrivedPrecedesLaterRequests(t *testing.T) {
+	var mu sync.Mutex
+	var noted []string
+	release := make(chan struct{})
+	h := funcs{
+		handle: func(ctx context.Context, req *Request) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return noted, nil
+		},
+		notify: func(ctx context.Context, n *Notification) { <-release },
+	}
+	p := newPeer(t, h, Options{NotificationArrived: func(n *Notification) {
+		mu.Lock()
+		defer mu.Unlock()
+		noted = append(noted, n.Method)
+	}})
+	p.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{}}`)
+	if w := p.recv(); string(w.Result) != `["session/cancel"]` {
+		t.Fatalf("the request saw %s", w.raw)
+	}
+	close(release)
+}
+
 func TestStringMember(t *testing.T) {
 	cases := []struct {
 		params, name, want string

@@ -48,6 +48,11 @@ type Options struct {
 	// cancel notification racing its prompt's handler). It must not block
 	// and must not keep req.
 	Arrived func(req *Request)
+	// NotificationArrived is Arrived for notifications ($/cancel_request
+	// aside): it sees each on the reader goroutine, so what it records is
+	// ordered against the requests around it on the wire (a prompt sent
+	// right after a cancel is not the one cancelled). Same rules.
+	NotificationArrived func(n *Notification)
 }
 
 // Conn is one JSON-RPC connection: it reads messages from r and writes
@@ -59,6 +64,7 @@ type Conn struct {
 	h       Handler
 	max     int
 	arrived func(*Request)
+	noted   func(*Notification)
 	log     *slog.Logger
 
 	nextID atomic.Int64
@@ -94,6 +100,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		h:        h,
 		max:      opts.MaxLineBytes,
 		arrived:  opts.Arrived,
+		noted:    opts.NotificationArrived,
 		log:      opts.Logger,
 		wsem:     make(chan struct{}, 1),
 		pending:  make(map[string]*call),
@@ -214,7 +221,11 @@ func (c *Conn) dispatch(line []byte) bool {
 		if m.method == "$/cancel_request" {
 			c.cancelInbound(m.params)
 		} else {
-			c.notes.push(&Notification{Method: m.method, Params: m.params})
+			n := &Notification{Method: m.method, Params: m.params}
+			if c.noted != nil {
+				c.noted(&Notification{Method: m.method, Params: m.params})
+			}
+			c.notes.push(n)
 		}
 	case kindResponse:
 		c.deliver(m)

@@ -422,6 +422,27 @@ const scenarios = {
     await expectError(ctx.request(acp.methods.agent.session.fork, { sessionId: childId, cwd: ws, mcpServers: [] }), -32602, "fork of a sub-agent");
   },
 
+  // What Zed does when the user types after Stop: the cancel and the next
+  // prompt with no gap, the first turn still running.
+  async cancelprompt(ctx, { state }) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    let started;
+    const running = new Promise((r) => { started = r; });
+    state.onCall = started;
+    const p1 = prompt(ctx, id, "sleep");
+    await running;
+    const sent = ctx.notify(acp.methods.agent.session.cancel, { sessionId: id });
+    const p2 = prompt(ctx, id, "typed after stop");
+    await sent;
+    const [r1, r2] = await Promise.allSettled([p1, p2]);
+    check(r1.status === "fulfilled" && r1.value.stopReason === "cancelled", `the cancelled prompt: ${JSON.stringify(r1.value ?? r1.reason?.message)}`);
+    check(r2.status === "fulfilled" && r2.value.stopReason === "end_turn", `the prompt after the cancel: ${JSON.stringify(r2.value ?? r2.reason?.message)}`);
+    // It ran after the cancelled turn was answered.
+    check(responseIndex("session/prompt", 0) < responseIndex("session/prompt", 1), "the prompts were answered out of order");
+    check(textOf(updatesOf(id, responseIndex("session/prompt", 0)).filter((u) => u.sessionUpdate === "agent_message_chunk")) === "after the stop", "the second turn's reply");
+  },
+
   async setmode(ctx, { state, client }) {
     await init(ctx, { fs: { readTextFile: true, writeTextFile: true } });
     const { sessionId: id } = await newSession(ctx);
