@@ -88,6 +88,9 @@ func (e *entry) status() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Permission: %s\n", hs.Level())
+	if c := hs.Confinement(); c != "" {
+		fmt.Fprintf(&b, "Sandbox: %s\n", c)
+	}
 	fmt.Fprintf(&b, "Profile: %s\n", prof.Name)
 	if prof.Model != "" {
 		fmt.Fprintf(&b, "Model: %s\n", prof.Model)

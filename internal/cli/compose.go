@@ -9,6 +9,7 @@ import (
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/mcp"
+	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/subagent"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/anthropic"
@@ -110,6 +111,7 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		Deny:        cfg.Tools.Deny,
 		Permissions: perms,
 		DataDir:     dataDir,
+		Confinement: sandbox.Describe(cfg.Permissions.Network),
 		MCP:         servers,
 		Logger:      log,
 	})

@@ -115,6 +115,9 @@ type ExtensionFunc func(env Env) (Extension, error)
 // Options configure a Host.
 type Options struct {
 	Store session.Store
+	// Confinement says what confines shell commands here, for /status
+	// (sandbox.Describe); empty says nothing.
+	Confinement string
 	// Holder identifies this process in session locks.
 	Holder session.Holder
 	// Profiles resolves a profile by name; "" means the default.

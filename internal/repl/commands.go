@@ -227,10 +227,12 @@ func statusBlock(s Session) []string {
 			compactions++
 		}
 	}
-	out := []string{
-		"Permission: " + s.Level().String(),
-		"Profile: " + s.ProfileName(),
+	out := []string{"Permission: " + s.Level().String()}
+	// Hosted sessions say what confines their commands.
+	if c, ok := s.(interface{ Confinement() string }); ok && c.Confinement() != "" {
+		out = append(out, "Sandbox: "+c.Confinement())
 	}
+	out = append(out, "Profile: "+s.ProfileName())
 	if win := s.ContextWindow(); win > 0 {
 		out = append(out, fmt.Sprintf("Context: %d of %d tokens (%d%%)", last.Context(), win, last.Context()*100/win))
 	} else {

@@ -171,6 +171,12 @@ func TestNoConfinementRefused(t *testing.T) {
 	if g := old.guarantees(BackendLandlock); g.Signals {
 		t.Errorf("ABI 5 without a PID namespace claims signals: %+v", g)
 	}
+	if d := noNS.describe(false); !strings.HasPrefix(d, "none: shell commands need unrestricted") || !strings.Contains(d, "user namespaces disabled") {
+		t.Errorf("describe without namespaces = %q", d)
+	}
+	if d := landlockOnly.describe(true); d != "landlock (writes, metadata, signals and meka's memory confined; network open ([permissions] network = true))" {
+		t.Errorf("describe with landlock = %q", d)
+	}
 	withBwrap := noNS
 	withBwrap.bwrap = func() (string, error) { return "/usr/bin/bwrap", nil }
 	if b, err := withBwrap.available(Workspace, false); b != BackendBoth || err != nil {

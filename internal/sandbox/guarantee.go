@@ -58,3 +58,22 @@ func (g Guarantees) String() string {
 	}
 	return s
 }
+
+// Describe says in a line which backend confines read and workspace
+// commands here and what it guarantees, or that none can and why, for
+// /status. network is whether [permissions] network opens the network.
+func Describe(network bool) string { return hostProbe().describe(network) }
+
+func (p probe) describe(network bool) string {
+	net := "network closed"
+	if network {
+		net = "network open ([permissions] network = true)"
+	}
+	for _, b := range Backends {
+		if g := p.guarantees(b); g.Holds(network) {
+			return fmt.Sprintf("%s (writes, metadata, signals and meka's memory confined; %s)", g.Backend, net)
+		}
+	}
+	_, err := p.available(Workspace, network)
+	return fmt.Sprintf("none: shell commands need unrestricted (%v)", err)
+}
