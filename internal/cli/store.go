@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"meka.dev/meka/internal/config"
+	"meka.dev/meka/internal/httpapi"
 	"meka.dev/meka/internal/postgres"
 	"meka.dev/meka/internal/schedule"
 	"meka.dev/meka/internal/schedule/pgstore"
@@ -27,6 +28,9 @@ type database struct {
 	leaseClock func() time.Time
 	// wake, when set, watches for jobs created by other hosts.
 	wake  func(ctx context.Context) <-chan struct{}
+	// feed is the durable event feed meka serve streams; nil for a store
+	// that keeps none.
+	feed  httpapi.FeedStore
 	close func() error
 }
 
@@ -66,7 +70,7 @@ func (g *globals) openDB(ctx context.Context, cfg *config.Config) (*database, er
 	if err != nil {
 		return nil, err
 	}
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "meka.db"), sqlite.Options{Logger: g.logger()})
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "meka.db"), sqlite.Options{Logger: g.logger(), Feed: rowFeed})
 	if err != nil {
 		return nil, &exitError{code: 1, err: err}
 	}
@@ -75,7 +79,47 @@ func (g *globals) openDB(ctx context.Context, cfg *config.Config) (*database, er
 
 // sqliteDatabase wraps an open SQLite file.
 func sqliteDatabase(db *sqlite.DB) *database {
-	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), close: db.Close}
+	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), feed: sqliteFeed{db.Feed()}, close: db.Close}
+}
+
+// rowFeed stores the events appended rows cause (httpapi.RowEvents) with
+// the rows, in every process, so meka serve's feed misses no row whoever
+// wrote it.
+func rowFeed(sessionID string, rows []session.Row) []sqlite.FeedEntry {
+	es := httpapi.RowEvents(sessionID, rows)
+	out := make([]sqlite.FeedEntry, len(es))
+	for i, e := range es {
+		out[i] = sqlite.FeedEntry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}
+	}
+	return out
+}
+
+// sqliteFeed adapts the SQLite feed to httpapi.FeedStore.
+type sqliteFeed struct{ f *sqlite.Feed }
+
+func (s sqliteFeed) Append(ctx context.Context, entries []httpapi.Entry) ([]httpapi.Event, error) {
+	in := make([]sqlite.FeedEntry, len(entries))
+	for i, e := range entries {
+		in[i] = sqlite.FeedEntry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}
+	}
+	evs, err := s.f.Append(ctx, in)
+	return feedEvents(evs), err
+}
+
+func (s sqliteFeed) After(ctx context.Context, after int64, sessionID string, limit int) ([]httpapi.Event, error) {
+	evs, err := s.f.After(ctx, after, sessionID, limit)
+	return feedEvents(evs), err
+}
+
+func (s sqliteFeed) Bounds(ctx context.Context) (int64, int64, error) { return s.f.Bounds(ctx) }
+func (s sqliteFeed) Changed() <-chan struct{}                       { return s.f.Changed() }
+
+func feedEvents(evs []sqlite.FeedEvent) []httpapi.Event {
+	out := make([]httpapi.Event, len(evs))
+	for i, e := range evs {
+		out[i] = httpapi.Event{ID: e.ID, Entry: httpapi.Entry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}, Time: e.Time}
+	}
+	return out
 }
 
 func openPostgres(ctx context.Context, url string, opts postgres.Options) (*database, error) {

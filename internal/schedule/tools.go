@@ -95,31 +95,54 @@ type createArgs struct {
 }
 
 func (t *createTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	s := t.s
-	var a createArgs
-	if err := json.Unmarshal(call.Arguments, &a); err != nil {
-		return tool.Errorf("schedule_create: %v", err), nil
+	j, g, err := t.s.Create(ctx, call.SessionID, call.Cwd, call.Level, call.Arguments)
+	var refused *RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return tool.Errorf("%s", refused.Msg), nil
+	case err != nil:
+		return tool.Result{}, err
 	}
-	if call.Level == permission.None {
-		return tool.Errorf("schedule_create was refused: at the none level no job fires, so none is created."), nil
+	return tool.Text(createdReply(j, g)), nil
+}
+
+// RefusedError is a job creation refused for a reason the caller can fix,
+// said as schedule_create says it.
+type RefusedError struct{ Msg string }
+
+func (e *RefusedError) Error() string { return e.Msg }
+
+// Create makes a job for a session from schedule_create's arguments, as
+// the tool does: the HTTP API's POST /v1/sessions/{id}/schedule calls it
+// too. A refusal the caller can fix is a *RefusedError.
+func (s *Scheduler) Create(ctx context.Context, sessionID, cwd string, level permission.Level, args json.RawMessage) (Job, *Gate, error) {
+	refuse := func(format string, v ...any) (Job, *Gate, error) {
+		return Job{}, nil, &RefusedError{Msg: fmt.Sprintf(format, v...)}
+	}
+	var a createArgs
+	if err := json.Unmarshal(args, &a); err != nil {
+		return refuse("schedule_create: %v", err)
+	}
+	if level == permission.None {
+		return refuse("schedule_create was refused: at the none level no job fires, so none is created.")
 	}
 	if strings.TrimSpace(a.Prompt) == "" {
-		return tool.Errorf("schedule_create: prompt is empty; say what the turn should do."), nil
+		return refuse("schedule_create: prompt is empty; say what the turn should do.")
 	}
 	now := s.opts.Now()
 	j, err := s.schedule(a, now)
 	if err != nil {
-		return tool.Errorf("schedule_create: %v", err), nil
+		return refuse("schedule_create: %v", err)
 	}
-	j.SessionID, j.Prompt, j.Cwd, j.Level = call.SessionID, a.Prompt, call.Cwd, call.Level.String()
+	j.SessionID, j.Prompt, j.Cwd, j.Level = sessionID, a.Prompt, cwd, level.String()
 
 	var g *Gate
 	if len(a.Gate) > 0 && string(a.Gate) != "null" {
 		if g, err = ParseGate(a.Gate); err != nil {
-			return tool.Errorf("schedule_create: %v", err), nil
+			return refuse("schedule_create: %v", err)
 		}
-		if msg := s.admitGate(g, call); msg != "" {
-			return tool.Errorf("schedule_create: %s", msg), nil
+		if msg := s.admitGate(g, tool.Call{SessionID: sessionID, Cwd: cwd, Level: level}); msg != "" {
+			return refuse("schedule_create: %s", msg)
 		}
 		j.Gate = g.JSON()
 	}
@@ -127,13 +150,22 @@ func (t *createTool) Run(ctx context.Context, call tool.Call) (tool.Result, erro
 	j, err = s.opts.Store.Create(ctx, j, s.opts.MaxJobs)
 	switch {
 	case errors.Is(err, ErrTooManyJobs):
-		return tool.Errorf("schedule_create was refused: this session already has %d jobs, the [schedule] max_jobs limit. Cancel one with schedule_cancel first.", s.opts.MaxJobs), nil
+		return refuse("schedule_create was refused: this session already has %d jobs, the [schedule] max_jobs limit. Cancel one with schedule_cancel first.", s.opts.MaxJobs)
 	case errors.Is(err, session.ErrNotFound):
-		return tool.Errorf("schedule_create: this session is not stored, so it cannot own a job."), nil
+		return refuse("schedule_create: this session is not stored, so it cannot own a job.")
 	case err != nil:
-		return tool.Result{}, fmt.Errorf("schedule_create: %w", err)
+		return Job{}, nil, fmt.Errorf("schedule_create: %w", err)
 	}
-	return tool.Text(createdReply(j, g)), nil
+	return j, g, nil
+}
+
+// Delete removes a job by full id whoever holds it: a cancel always wins.
+func (s *Scheduler) Delete(ctx context.Context, id string) (bool, error) {
+	ok, err := s.opts.Store.Delete(ctx, id)
+	if ok {
+		s.forget(id)
+	}
+	return ok, err
 }
 
 // schedule resolves the one schedule field a call gives into a job's kind,

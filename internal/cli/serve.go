@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"meka.dev/meka/internal/httpapi"
+)
+
+func init() { extraCommands = append(extraCommands, newServeCmd) }
+
+// newServeCmd is `meka serve`: the HTTP API and the scheduler of a
+// standing daemon.
+func newServeCmd(g *globals) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "run the HTTP API and fire scheduled jobs, as a daemon",
+		Long: `meka serve is a standing host: it fires the scheduled jobs of sessions nobody
+else holds, and lets programs drive sessions over HTTP (sessions, turns, a
+durable server-sent event feed, approvals, schedules, tasks).
+
+It listens on [serve] listen (default 127.0.0.1:7878; --listen overrides it,
+port 0 picks one) and requires a bearer token on every route but /v1/health,
+loopback included. The token lives in serve.token in the data directory
+(created 0600; meka serve token prints it); serve.json there says where the
+server listens. The OpenAPI document is served at /v1/openapi.json.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), g, listen)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "host:port to listen on (default [serve] listen)")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "token",
+		Short: "print the bearer token meka serve requires",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := g.dataDirectory()
+			if err != nil {
+				return err
+			}
+			tok, err := serveToken(dir)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			fmt.Fprintln(g.stdout, tok)
+			return nil
+		},
+	})
+	return cmd
+}
+
+// serveToken reads the token file of a data directory, creating it (0600)
+// on first use; a file others can read is refused, as ssh refuses a key.
+func serveToken(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "serve.token")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		tok, err := httpapi.NewToken()
+		if err != nil {
+			f.Close()
+			return "", err
+		}
+		if _, err := f.WriteString(tok + "\n"); err != nil {
+			f.Close()
+			return "", fmt.Errorf("write token: %w", err)
+		}
+		return tok, f.Close()
+	case !errors.Is(err, fs.ErrExist):
+		return "", fmt.Errorf("create token: %w", err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("read token: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("the token file %s can be read by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 16 {
+		return "", fmt.Errorf("the token in %s is shorter than 16 characters", path)
+	}
+	return tok, nil
+}
+
+func runServe(ctx context.Context, g *globals, listen string) error {
+	a, err := g.newApp(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.close(context.WithoutCancel(ctx))
+	if a.db.feed == nil {
+		return usageError("meka serve keeps its event feed in the SQLite store; with [store] url set it cannot run yet")
+	}
+	dir, err := g.dataDirectory()
+	if err != nil {
+		return err
+	}
+	tok, err := serveToken(dir)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	if listen == "" {
+		listen = a.cfg.Serve.Listen
+	}
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("listen on %s: %w", listen, err)}
+	}
+	defer l.Close()
+	addr := l.Addr().(*net.TCPAddr)
+	if !addr.IP.IsLoopback() {
+		fmt.Fprintf(g.stderr, "meka serve: listening on %s, beyond this machine: every request needs the token, and traffic is not encrypted; prefer an SSH tunnel\n", addr)
+	}
+	prof, err := a.cfg.ResolveProfile(g.profile, g.getenv)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	names := a.cfg.ProfileNames()
+	if len(names) == 0 {
+		names = []string{prof.Name}
+	}
+	opts := httpapi.Options{
+		Host: a.host, Feed: a.db.feed, Token: tok, Loopback: addr.IP.IsLoopback(),
+		Levels: a.cfg.Permissions.Enabled, Profiles: names,
+		RelayProviderErrors: a.cfg.Serve.RelayProviderErrors,
+		IdleTimeout:         a.cfg.Serve.IdleTimeout, SweepInterval: a.cfg.Serve.IdleSweepInterval,
+		Version: version(), Logger: g.logger(), Now: g.now,
+	}
+	if a.sched != nil {
+		opts.Schedules = a.sched.sched
+	}
+	srv, err := httpapi.New(opts)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	url := "http://" + addr.String()
+	info, _ := json.MarshalIndent(map[string]any{"url": url, "pid": os.Getpid(), "started_at": g.now().UTC().Format(time.RFC3339),
+		"token_file": filepath.Join(dir, "serve.token")}, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "serve.json"), append(info, '\n'), 0o600); err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("write serve.json: %w", err)}
+	}
+	defer os.Remove(filepath.Join(dir, "serve.json"))
+	fmt.Fprintf(g.stderr, "meka serve: listening on %s\n", url)
+	defer a.startScheduler(ctx)()
+	if err := srv.Serve(ctx, l); err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type sessionRec struct {
+	ID        string `json:"id"`
+	State     struct{ Held bool; Status string }
+	Checklist []struct{ ID, Text, Status string }
+}
+
+type turnRec struct {
+	TurnID       string `json:"turn_id"`
+	Status       string `json:"status"`
+	StopReason   string `json:"stop_reason"`
+	FirstEventID int64  `json:"first_event_id"`
+	LastEventID  int64  `json:"last_event_id"`
+}
+
+// A turn with a checklist, over HTTP: started asynchronously, its result
+// on the turn resource, every step on the feed with ids, and a resumed
+// stream carrying exactly what followed the last id seen.
+func TestTurnWithChecklistOnTheFeed(t *testing.T) {
+	h := newHarness(t, `[
+	 {"tool_calls":[{"id":"a","name":"checklist_add","arguments":{"items":["Write the note"]}}]},
+	 {"text":"All done."},
+	 {"tool_calls":[{"id":"w","name":"file_write","arguments":{"path":"note.txt","content":"hi"}},{"id":"e","name":"checklist_edit","arguments":{"id":"c1","status":"completed"}}]},
+	 {"text":"Written."}]`)
+	var s sessionRec
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &s)
+	next := h.stream("/v1/sessions/"+s.ID+"/events?after=0", "")
+
+	var started struct{ TurnID string `json:"turn_id"` }
+	h.json("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "write a note"}}}, http.StatusAccepted, &started)
+	var frames []sseFrame
+	for {
+		f, ok := next()
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		if f.ID != "" {
+			frames = append(frames, f)
+		}
+		if f.Type == "turn.completed" {
+			break
+		}
+	}
+	var tr turnRec
+	h.json("GET", "/v1/sessions/"+s.ID+"/turns/"+started.TurnID+"?wait=30s", nil, http.StatusOK, &tr)
+	if tr.Status != "completed" || tr.StopReason != "end_turn" || tr.FirstEventID == 0 || tr.LastEventID <= tr.FirstEventID {
+		t.Fatalf("turn %+v", tr)
+	}
+	var types []string
+	var nudge, checklists int
+	last := ""
+	for _, f := range frames {
+		types = append(types, f.Type)
+		if last != "" && len(f.ID) < len(last) || (len(f.ID) == len(last) && f.ID <= last) {
+			t.Fatalf("ids not increasing: %s after %s", f.ID, last)
+		}
+		last = f.ID
+		switch f.Type {
+		case "notice":
+			if f.Data["title"] == "Checklist: 1 open item, continuing, nudge 1 of 3" {
+				nudge++
+			}
+		case "checklist.updated":
+			checklists++
+		}
+	}
+	joined := strings.Join(types, " ")
+	for _, want := range []string{"session.created", "turn.started", "message.created", "tool.started", "tool.finished", "turn.completed"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("feed lacks %s: %s", want, joined)
+		}
+	}
+	if nudge != 1 || checklists != 2 {
+		t.Errorf("nudge notices %d, checklist.updated %d: %s", nudge, checklists, joined)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.cwd, "note.txt")); err != nil || string(b) != "hi" {
+		t.Fatalf("note: %q %v", b, err)
+	}
+
+	// Resume after the k-th frame: exactly the frames after it follow.
+	k := len(frames) / 2
+	resumed := h.stream("/v1/sessions/"+s.ID+"/events", frames[k].ID)
+	for _, want := range frames[k+1:] {
+		f, ok := resumed()
+		if !ok || f.ID != want.ID || f.Type != want.Type {
+			t.Fatalf("resumed frame %+v, want %s %s", f, want.ID, want.Type)
+		}
+	}
+
+	// The record shows the session held and idle, its checklist empty.
+	var rec sessionRec
+	h.json("GET", "/v1/sessions/"+s.ID, nil, http.StatusOK, &rec)
+	if !rec.State.Held || rec.State.Status != "idle" || len(rec.Checklist) != 0 {
+		t.Fatalf("record %+v", rec)
+	}
+	// A second turn while none runs is fine; the transcript is there.
+	code, body, _ := h.do("GET", "/v1/sessions/"+s.ID+"/messages", nil)
+	if code != 200 || !strings.Contains(string(body), "write a note") {
+		t.Fatalf("messages: %d %s", code, body)
+	}
+}
+
+// The security defaults: a token on every route but health, never in a
+// query string; foreign origins and non-loopback Host headers refused.
+func TestSecurityDefaults(t *testing.T) {
+	h := newHarness(t, `[]`)
+	get := func(path string, hdr map[string]string) int {
+		req, _ := http.NewRequest("GET", h.srv.URL+path, nil)
+		for k, v := range hdr {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == 401 && res.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("401 without WWW-Authenticate")
+		}
+		return res.StatusCode
+	}
+	bearer := "Bearer " + token
+	for _, tc := range []struct {
+		name string
+		path string
+		hdr  map[string]string
+		want int
+	}{
+		{"health needs nothing", "/v1/health", nil, 200},
+		{"no token", "/v1/sessions", nil, 401},
+		{"wrong token", "/v1/sessions", map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"token in the query", "/v1/sessions?access_token=" + token, nil, 401},
+		{"token in the query too", "/v1/sessions?token=" + token, map[string]string{"Authorization": bearer}, 401},
+		{"foreign origin", "/v1/sessions", map[string]string{"Authorization": bearer, "Origin": "https://evil.example"}, 403},
+		{"rebinding host", "/v1/sessions", map[string]string{"Authorization": bearer, "Host": "evil.test:7878"}, 403},
+		{"with the token", "/v1/sessions", map[string]string{"Authorization": bearer}, 200},
+		{"localhost by name", "/v1/sessions", map[string]string{"Authorization": bearer, "Host": "localhost:7878"}, 200},
+		{"openapi needs the token", "/v1/openapi.json", nil, 401},
+	} {
+		if got := get(tc.path, tc.hdr); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

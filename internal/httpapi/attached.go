@@ -1,0 +1,213 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
+)
+
+// attached is a session this server has open: its turns, its pending
+// approvals, and the subscription that turns its events into frames.
+type attached struct {
+	srv   *Server
+	s     *host.Session
+	unsub func()
+
+	mu        sync.Mutex           // guards the fields below
+	turns     map[string]*turnInfo // by turn id
+	current   *turnInfo            // the running turn, nil when idle
+	next      *turnInfo            // a client turn started but not yet begun by the engine
+	approvals map[string]*approval // pending and resolved, by id
+}
+
+// turnInfo is a turn as the API reports it.
+type turnInfo struct {
+	ID           string       `json:"turn_id"`
+	SessionID    string       `json:"session_id"`
+	Source       string       `json:"source"`
+	Status       string       `json:"status"`
+	StopReason   string       `json:"stop_reason,omitempty"`
+	Usage        *model.Usage `json:"usage,omitempty"`
+	Error        *problem     `json:"error,omitempty"`
+	StartedAt    time.Time    `json:"started_at"`
+	EndedAt      *time.Time   `json:"ended_at,omitempty"`
+	FirstEventID int64        `json:"first_event_id,omitempty"`
+	LastEventID  int64        `json:"last_event_id,omitempty"`
+
+	number int64         // the engine's turn number
+	done   chan struct{} // closed when the turn ended
+}
+
+// attach returns this server's state for s, subscribing to it once.
+func (srv *Server) attach(s *host.Session) *attached {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if a, ok := srv.sessions[s.ID()]; ok && a.s == s {
+		return a
+	}
+	a := &attached{srv: srv, s: s, turns: make(map[string]*turnInfo), approvals: make(map[string]*approval)}
+	a.unsub = s.Subscribe(a.event)
+	s.SetAsker(permission.AskerFunc(a.ask))
+	srv.sessions[s.ID()] = a
+	return a
+}
+
+// detach forgets a session the host released.
+func (srv *Server) detach(id string) {
+	srv.mu.Lock()
+	a := srv.sessions[id]
+	delete(srv.sessions, id)
+	srv.mu.Unlock()
+	if a != nil {
+		a.unsub()
+	}
+}
+
+// open attaches to the session id, opening it on the host if needed.
+func (srv *Server) open(ctx context.Context, id string) (*attached, error) {
+	if s, ok := srv.opts.Host.Get(id); ok {
+		return srv.attach(s), nil
+	}
+	meta, err := srv.opts.Host.Store().Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if meta.ID != id {
+		return nil, session.ErrNotFound // full ids only over HTTP
+	}
+	if meta.ParentID != "" {
+		return nil, errSubAgent
+	}
+	s, err := srv.opts.Host.Open(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return srv.attach(s), nil
+}
+
+// event renders one engine event: deltas as ephemeral frames, turn
+// boundaries as durable events. Rows' own events are stored with them.
+func (a *attached) event(ev agent.Event) {
+	id := a.s.ID()
+	switch ev := ev.(type) {
+	case agent.TextChunk:
+		a.srv.broadcast(id, "message.delta", map[string]string{"text": ev.Text})
+	case agent.ThoughtChunk:
+		a.srv.broadcast(id, "thought.delta", map[string]string{"text": ev.Text})
+	case agent.ToolCallOutput:
+		a.srv.broadcast(id, "tool.output", map[string]string{"call_id": ev.CallID, "chunk": ev.Chunk})
+	case agent.Usage:
+		a.srv.broadcast(id, "usage.updated", map[string]int{"used": ev.ContextTokens, "size": ev.Window})
+	case agent.TurnStarted:
+		a.turnStarted(ev)
+	case agent.TurnEnded:
+		a.turnEnded(ev.Result)
+	}
+}
+
+func (a *attached) turnStarted(ev agent.TurnStarted) {
+	a.mu.Lock()
+	t := a.next
+	a.next = nil
+	if t == nil {
+		t = &turnInfo{ID: uuid.Must(uuid.NewV7()).String(), SessionID: a.s.ID(), Source: source(ev.Input.Source),
+			Status: "running", StartedAt: a.srv.opts.Now().UTC(), done: make(chan struct{})}
+		a.turns[t.ID] = t
+	}
+	t.number = ev.Turn
+	a.current = t
+	a.mu.Unlock()
+	evs := a.srv.record(context.Background(), Entry{SessionID: a.s.ID(), Turn: ev.Turn, Type: "turn.started",
+		Data: mustJSON(map[string]string{"turn_id": t.ID, "source": t.Source})})
+	if len(evs) == 1 {
+		a.mu.Lock()
+		t.FirstEventID = evs[0].ID
+		a.mu.Unlock()
+	}
+}
+
+func (a *attached) turnEnded(res agent.Result) {
+	a.mu.Lock()
+	t := a.current
+	a.current = nil
+	if t == nil {
+		a.mu.Unlock()
+		return
+	}
+	now := a.srv.opts.Now().UTC()
+	t.EndedAt = &now
+	t.StopReason = stopReason(res.Stop)
+	t.Status = turnStatus(res.Stop)
+	u := res.Usage
+	t.Usage = &u
+	if res.Err != nil {
+		p := a.srv.turnProblem(res.Err)
+		t.Error = &p
+	}
+	view := *t
+	a.mu.Unlock()
+	view.done = nil
+	evs := a.srv.record(context.Background(), Entry{SessionID: a.s.ID(), Turn: res.Turn, Type: "turn.completed", Data: mustJSON(view)})
+	a.mu.Lock()
+	if len(evs) == 1 {
+		t.LastEventID = evs[0].ID
+	}
+	close(t.done)
+	a.mu.Unlock()
+}
+
+func stopReason(s agent.StopReason) string {
+	switch s {
+	case agent.StopEndTurn:
+		return "end_turn"
+	case agent.StopCanceled:
+		return "cancelled"
+	case agent.StopFailed:
+		return "failed"
+	case agent.StopMaxTokens:
+		return "max_tokens"
+	case agent.StopRefusal:
+		return "refusal"
+	}
+	return string(s)
+}
+
+func turnStatus(s agent.StopReason) string {
+	switch s {
+	case agent.StopEndTurn, agent.StopMaxTokens, agent.StopRefusal:
+		return "completed"
+	case agent.StopCanceled:
+		return "cancelled"
+	case agent.StopFailed:
+		return "failed"
+	}
+	return "completed"
+}
+
+// record stores events, logging a failure: the change they describe has
+// happened either way.
+func (srv *Server) record(ctx context.Context, entries ...Entry) []Event {
+	evs, err := srv.opts.Feed.Append(context.WithoutCancel(ctx), entries)
+	if err != nil {
+		srv.log.Warn("record feed events", "err", err)
+		return nil
+	}
+	return evs
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // the server's own values
+	}
+	return b
+}

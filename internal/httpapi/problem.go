@@ -1,0 +1,65 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/session"
+)
+
+// problem is an RFC 9457 problem details body with a stable code.
+type problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Code     string `json:"code"`
+	Instance string `json:"instance,omitempty"`
+	// Where says where hidden detail went (the meka log), for errors
+	// whose text must not travel.
+	Where string `json:"where,omitempty"`
+	// ProviderError carries the provider's own text, capped, only when
+	// relay_provider_errors is on.
+	ProviderError *providerError `json:"provider_error,omitempty"`
+}
+
+type providerError struct {
+	Status    int    `json:"status,omitempty"`
+	Text      string `json:"text"`
+	Truncated bool   `json:"truncated"`
+}
+
+// errStatus maps a domain error to a problem: the one table of this
+// front door from errors to HTTP statuses.
+func errStatus(err error) (status int, code, title string) {
+	var held *session.HeldError
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		return http.StatusNotFound, "session-unknown", "No such session"
+	case errors.As(err, &held), errors.Is(err, session.ErrHeld):
+		return http.StatusConflict, "held-elsewhere", "Another meka process holds the session"
+	case errors.Is(err, agent.ErrBusy):
+		return http.StatusConflict, "turn-in-flight", "A turn is running in the session"
+	case errors.Is(err, host.ErrLevelNotEnabled):
+		return http.StatusUnprocessableEntity, "level-not-enabled", "The permission level is not enabled"
+	}
+	return http.StatusInternalServerError, "internal", "meka failed"
+}
+
+func writeProblem(w http.ResponseWriter, p problem) {
+	if p.Type == "" {
+		p.Type = "/v1/problems/" + p.Code
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,220 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/permission"
+)
+
+// Options configure a Server. The zero value of each field means its
+// default where one is given.
+type Options struct {
+	Host *host.Host
+	Feed FeedStore
+	// Schedules is the scheduler's store and policy; nil when scheduling
+	// is disabled, which the schedule endpoints report with 422 on create.
+	Schedules *schedule.Scheduler
+	// Token is the bearer every request but /v1/health must carry.
+	Token string
+	// Loopback says the server listens on a loopback address: the Host
+	// header must then name loopback too (DNS rebinding).
+	Loopback bool
+	// Origins are the browser origins allowed; none by default.
+	Origins []string
+	// Levels are the permission levels a session may be moved to.
+	Levels []permission.Level
+	// Profiles are the profile names a session may be moved to.
+	Profiles []string
+	// Projects reports whether a project exists; nil means none do.
+	Projects func(ctx context.Context, name string) bool
+	// RelayProviderErrors lets a provider's own text reach clients.
+	RelayProviderErrors bool
+	// IdleTimeout releases sessions untouched this long, checked every
+	// SweepInterval; zero means never.
+	IdleTimeout, SweepInterval time.Duration
+	// Version is reported nowhere unauthenticated.
+	Version string
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Server serves the HTTP API. Construct it with New; Serve runs it.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+
+	mu       sync.Mutex              // guards sessions and idem
+	sessions map[string]*attached    // sessions this server attached to
+	idem     map[string]*idempotency // Idempotency-Key → stored response
+
+	subMu sync.Mutex              // guards subs
+	subs  map[*subscriber]struct{} // live streams, for ephemeral frames
+}
+
+// New returns a server for opts.
+func New(opts Options) (*Server, error) {
+	if opts.Host == nil || opts.Feed == nil {
+		return nil, errors.New("httpapi: Host and Feed are required")
+	}
+	if len(opts.Token) < 16 {
+		return nil, errors.New("httpapi: a token of at least 16 characters is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux(),
+		sessions: make(map[string]*attached), idem: make(map[string]*idempotency), subs: make(map[*subscriber]struct{})}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	m.HandleFunc("GET /v1/openapi.json", s.openapi)
+	m.HandleFunc("POST /v1/sessions", s.createSession)
+	m.HandleFunc("GET /v1/sessions", s.listSessions)
+	m.HandleFunc("GET /v1/sessions/{id}", s.getSession)
+	m.HandleFunc("PATCH /v1/sessions/{id}", s.patchSession)
+	m.HandleFunc("POST /v1/sessions/{id}/fork", s.forkSession)
+	m.HandleFunc("POST /v1/sessions/{id}/close", s.closeSession)
+	m.HandleFunc("GET /v1/sessions/{id}/messages", s.messages)
+	m.HandleFunc("POST /v1/sessions/{id}/turns", s.startTurn)
+	m.HandleFunc("GET /v1/sessions/{id}/turns/{tid}", s.getTurn)
+	m.HandleFunc("POST /v1/sessions/{id}/turns/{tid}/cancel", s.cancelTurn)
+	m.HandleFunc("POST /v1/sessions/{id}/inbox", s.inbox)
+	m.HandleFunc("GET /v1/sessions/{id}/approvals", s.listApprovals)
+	m.HandleFunc("POST /v1/sessions/{id}/approvals/{aid}", s.answerApproval)
+	m.HandleFunc("GET /v1/sessions/{id}/events", s.sessionEvents)
+	m.HandleFunc("GET /v1/events", s.allEvents)
+	m.HandleFunc("GET /v1/tasks", s.listTasks)
+	m.HandleFunc("GET /v1/schedule", s.listSchedule)
+	m.HandleFunc("GET /v1/sessions/{id}/schedule", s.sessionSchedule)
+	m.HandleFunc("POST /v1/sessions/{id}/schedule", s.createJob)
+	m.HandleFunc("DELETE /v1/schedule/{job}", s.deleteJob)
+}
+
+// ServeHTTP checks the request's origin, host and token, then serves it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.opts.Origins, o) {
+		writeProblem(w, problem{Status: http.StatusForbidden, Code: "origin-not-allowed", Title: "The request's Origin is not allowed"})
+		return
+	}
+	if s.opts.Loopback && !loopbackHost(r.Host) {
+		writeProblem(w, problem{Status: http.StatusForbidden, Code: "host-not-allowed", Title: "The Host header must name a loopback address"})
+		return
+	}
+	if r.URL.Path != "/v1/health" && !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="meka"`)
+		writeProblem(w, problem{Status: http.StatusUnauthorized, Code: "unauthenticated", Title: "A valid bearer token is required",
+			Detail: "Send Authorization: Bearer <token>; meka serve token prints it. Tokens in the query string are refused."})
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	s.mux.ServeHTTP(w, r)
+}
+
+// maxBody bounds a request body.
+const maxBody = 8 << 20
+
+func (s *Server) authorized(r *http.Request) bool {
+	if r.URL.Query().Has("token") || r.URL.Query().Has("access_token") {
+		return false // a token in a URL lands in logs
+	}
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1
+}
+
+// loopbackHost reports whether a Host header names localhost or a
+// loopback address, with or without a port.
+func loopbackHost(h string) bool {
+	host := h
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		host = hh
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Serve serves on l until ctx ends, then shuts down: streams end, turns
+// in flight are cancelled by the host's close.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.sweep(ctx, done)
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	err := srv.Serve(l)
+	close(done)
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// sweep releases sessions idle past IdleTimeout.
+func (s *Server) sweep(ctx context.Context, done <-chan struct{}) {
+	if s.opts.IdleTimeout <= 0 || s.opts.SweepInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(s.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, id := range s.opts.Host.SweepIdle(ctx, s.opts.IdleTimeout) {
+				s.detach(id)
+				s.record(ctx, Entry{SessionID: id, Type: "session.released", Data: mustJSON(map[string]string{"reason": "idle"})})
+			}
+		}
+	}
+}
+
+// NewToken returns a random token for the token file.
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,416 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/plan"
+	"meka.dev/meka/session"
+)
+
+var errSubAgent = errors.New("the session is a sub-agent's")
+
+func (srv *Server) knownProfile(name string) bool {
+	for _, p := range srv.opts.Profiles {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// decode reads a JSON body strictly: an unknown field is a 400 naming it.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeProblem(w, problem{Status: http.StatusRequestEntityTooLarge, Code: "body-too-large", Title: "The request body is too large"})
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeProblem(w, problem{Status: http.StatusBadRequest, Code: "body-invalid", Title: "The request body is not what this endpoint takes", Detail: err.Error()})
+		return false
+	}
+	return true
+}
+
+// fail writes the problem an error maps to; internal detail is logged,
+// never sent.
+func (srv *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errSubAgent) {
+		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "subagent-session", Title: "A sub-agent's session is driven through its parent"})
+		return
+	}
+	status, code, title := errStatus(err)
+	p := problem{Status: status, Code: code, Title: title}
+	var held *session.HeldError
+	switch {
+	case errors.As(err, &held):
+		p.Detail = "held by meka " + held.Holder.String()
+	case status == http.StatusInternalServerError:
+		p.Where = "meka log"
+		srv.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	default:
+		p.Detail = err.Error()
+	}
+	writeProblem(w, p)
+}
+
+// record is a session as the API shows it.
+type record struct {
+	ID                    string          `json:"id"`
+	Title                 string          `json:"title"`
+	Cwd                   string          `json:"cwd"`
+	AdditionalDirectories []string        `json:"additional_directories"`
+	Profile               string          `json:"profile"`
+	Project               *string         `json:"project"`
+	Permission            string          `json:"permission"`
+	Approvals             bool            `json:"approvals"`
+	ParentID              *string         `json:"parent_id"`
+	CreatedAt             string          `json:"created_at"`
+	UpdatedAt             string          `json:"updated_at"`
+	State                 recordState     `json:"state"`
+	Checklist             []checklistItem `json:"checklist,omitempty"`
+}
+
+type recordState struct {
+	Held             bool   `json:"held"`
+	Status           string `json:"status"` // idle or running
+	TurnID           string `json:"turn_id,omitempty"`
+	PendingApprovals int    `json:"pending_approvals"`
+}
+
+type checklistItem struct {
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	TaskID string `json:"task_id,omitempty"`
+}
+
+func (srv *Server) recordOf(ctx context.Context, m session.Meta) record {
+	r := record{ID: m.ID, Title: m.Title, Cwd: m.Cwd, AdditionalDirectories: m.AdditionalDirs, Profile: m.Profile,
+		Permission: m.Permission, Approvals: m.Approvals, CreatedAt: m.CreatedAt.UTC().Format(timeFormat),
+		UpdatedAt: m.UpdatedAt.UTC().Format(timeFormat), State: recordState{Status: "idle"}}
+	if r.AdditionalDirectories == nil {
+		r.AdditionalDirectories = []string{}
+	}
+	if m.Project != "" {
+		r.Project = &m.Project
+	}
+	if m.ParentID != "" {
+		r.ParentID = &m.ParentID
+	}
+	if s, ok := srv.opts.Host.Get(m.ID); ok {
+		live := s.Meta()
+		r.Permission, r.Approvals, r.Profile, r.Title = s.Level().String(), s.Approvals(), live.Profile, live.Title
+		r.State.Held = true
+		srv.mu.Lock()
+		a := srv.sessions[m.ID]
+		srv.mu.Unlock()
+		if a != nil {
+			a.mu.Lock()
+			if a.current != nil {
+				r.State.Status, r.State.TurnID = "running", a.current.ID
+			}
+			for _, ap := range a.approvals {
+				if ap.Status == "pending" {
+					r.State.PendingApprovals++
+				}
+			}
+			a.mu.Unlock()
+		} else if s.Busy() {
+			r.State.Status = "running"
+		}
+		if c, ok := s.Plan(); ok {
+			r.Checklist = []checklistItem{}
+			for _, it := range plan.OpenItems(c.Items) {
+				r.Checklist = append(r.Checklist, checklistItem{ID: it.ID, Text: it.Text, Status: string(it.Status), Reason: it.Reason, TaskID: it.Task})
+			}
+		}
+	}
+	return r
+}
+
+const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+func (srv *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Cwd                   string   `json:"cwd"`
+		AdditionalDirectories []string `json:"additional_directories"`
+		Profile               string   `json:"profile"`
+		Permission            string   `json:"permission"`
+		Approvals             *bool    `json:"approvals"`
+	}
+	if !decode(w, r, &body) {
+		return
+	}
+	if !filepath.IsAbs(body.Cwd) {
+		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "path-not-absolute", Title: "cwd must be an absolute path"})
+		return
+	}
+	o := host.CreateOptions{Cwd: body.Cwd, AdditionalDirs: body.AdditionalDirectories, Profile: body.Profile}
+	if body.Permission != "" {
+		l, err := permission.ParseLevel(body.Permission)
+		if err != nil {
+			writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "level-unknown", Title: "Unknown permission level", Detail: err.Error()})
+			return
+		}
+		o.Permission = &l
+	}
+	if _, err := host.Canonical(body.Cwd); err != nil {
+		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "cwd-invalid", Title: "cwd must be an existing directory"})
+		return
+	}
+	if body.Profile != "" && !srv.knownProfile(body.Profile) {
+		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "profile-unknown", Title: "No such profile", Detail: "no profile is called " + strconv.Quote(body.Profile)})
+		return
+	}
+	s, err := srv.opts.Host.Create(r.Context(), o)
+	if err != nil {
+		srv.fail(w, r, err)
+		return
+	}
+	if body.Approvals != nil {
+		if err := s.SetApprovals(r.Context(), *body.Approvals); err != nil {
+			srv.fail(w, r, err)
+			return
+		}
+	}
+	srv.attach(s)
+	rec := srv.recordOf(r.Context(), s.Meta())
+	srv.record(r.Context(), Entry{SessionID: s.ID(), Type: "session.created", Data: mustJSON(rec)})
+	w.Header().Set("Location", "/v1/sessions/"+s.ID())
+	writeJSON(w, http.StatusCreated, rec)
+}
+
+func (srv *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit <= 0 || limit > 200 {
+		limit = 50
+	}
+	page, err := srv.opts.Host.Store().List(r.Context(), session.ListOptions{Cwd: q.Get("cwd"), Limit: limit, Cursor: q.Get("cursor"), Parent: q.Get("parent")})
+	if err != nil {
+		srv.fail(w, r, err)
+		return
+	}
+	items := make([]record, 0, len(page.Sessions))
+	for _, m := range page.Sessions {
+		items = append(items, srv.recordOf(r.Context(), m))
+	}
+	var next *string
+	if page.Next != "" {
+		next = &page.Next
+		w.Header().Set("Link", fmt.Sprintf(`</v1/sessions?cursor=%s&limit=%d>; rel="next"`, page.Next, limit))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": next})
+}
+
+// meta reads the session a path names, by full id.
+func (srv *Server) meta(w http.ResponseWriter, r *http.Request) (session.Meta, bool) {
+	id := r.PathValue("id")
+	m, err := srv.opts.Host.Store().Get(r.Context(), id)
+	if err == nil && m.ID != id {
+		err = session.ErrNotFound
+	}
+	if err != nil {
+		srv.fail(w, r, err)
+		return session.Meta{}, false
+	}
+	return m, true
+}
+
+// held opens the session a path names for writing.
+func (srv *Server) held(w http.ResponseWriter, r *http.Request) (*attached, bool) {
+	a, err := srv.open(r.Context(), r.PathValue("id"))
+	if err != nil {
+		srv.fail(w, r, err)
+		return nil, false
+	}
+	a.s.Touch()
+	return a, true
+}
+
+func (srv *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	m, ok := srv.meta(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, srv.recordOf(r.Context(), m))
+}
+
+func (srv *Server) patchSession(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Profile    *string `json:"profile"`
+		Permission *string `json:"permission"`
+		Project    *string `json:"project"`
+		Approvals  *bool   `json:"approvals"`
+	}
+	if !decode(w, r, &body) {
+		return
+	}
+	a, ok := srv.held(w, r)
+	if !ok {
+		return
+	}
+	s := a.s
+	if (body.Profile != nil || body.Project != nil) && s.Busy() {
+		writeProblem(w, problem{Status: http.StatusConflict, Code: "turn-in-flight", Title: "A turn is running in the session",
+			Detail: "the profile and the project change between turns; nothing was written"})
+		return
+	}
+	var level permission.Level
+	if body.Permission != nil {
+		l, err := permission.ParseLevel(*body.Permission)
+		if err != nil {
+			writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "level-unknown", Title: "Unknown permission level", Detail: err.Error()})
+			return
+		}
+		level = l
+	}
+	if body.Profile != nil && !srv.knownProfile(*body.Profile) {
+		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "profile-unknown", Title: "No such profile", Detail: "no profile is called " + strconv.Quote(*body.Profile)})
+		return
+	}
+	if body.Project != nil && *body.Project != "" && (srv.opts.Projects == nil || !srv.opts.Projects(r.Context(), *body.Project)) {
+		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "project-unknown", Title: "No such project",
+			Detail: fmt.Sprintf("no project is called %q; meka projects add creates one", *body.Project)})
+		return
+	}
+	changed := map[string]any{}
+	if body.Permission != nil {
+		if err := s.SetLevel(r.Context(), level); err != nil {
+			srv.fail(w, r, err)
+			return
+		}
+		changed["permission"] = level.String()
+	}
+	if body.Approvals != nil {
+		if err := s.SetApprovals(r.Context(), *body.Approvals); err != nil {
+			srv.fail(w, r, err)
+			return
+		}
+		changed["approvals"] = *body.Approvals
+	}
+	if body.Profile != nil || body.Project != nil {
+		err := s.Update(r.Context(), func(m *session.Meta) {
+			if body.Profile != nil {
+				m.Profile = *body.Profile
+			}
+			if body.Project != nil {
+				m.Project = *body.Project
+			}
+		})
+		if err != nil {
+			srv.fail(w, r, err)
+			return
+		}
+		if body.Profile != nil {
+			changed["profile"] = *body.Profile
+			if _, err := srv.opts.Host.Reopen(r.Context(), s.ID()); err != nil {
+				srv.fail(w, r, err)
+				return
+			}
+		}
+		if body.Project != nil {
+			changed["project"] = *body.Project
+		}
+	}
+	srv.record(r.Context(), Entry{SessionID: s.ID(), Type: "session.updated", Data: mustJSON(map[string]any{"changed": changed})})
+	m, ok := srv.meta(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, srv.recordOf(r.Context(), m))
+}
+
+func (srv *Server) forkSession(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Turn *int64 `json:"turn"`
+	}
+	if !decode(w, r, &body) {
+		return
+	}
+	m, ok := srv.meta(w, r)
+	if !ok {
+		return
+	}
+	if m.ParentID != "" {
+		srv.fail(w, r, errSubAgent)
+		return
+	}
+	through := int64(-1)
+	if body.Turn != nil {
+		through = *body.Turn
+	}
+	s, err := srv.opts.Host.Fork(r.Context(), m.ID, through)
+	if err != nil {
+		srv.fail(w, r, err)
+		return
+	}
+	srv.attach(s)
+	rec := srv.recordOf(r.Context(), s.Meta())
+	srv.record(r.Context(), Entry{SessionID: s.ID(), Type: "session.created", Data: mustJSON(rec)})
+	w.Header().Set("Location", "/v1/sessions/"+s.ID())
+	writeJSON(w, http.StatusCreated, rec)
+}
+
+func (srv *Server) closeSession(w http.ResponseWriter, r *http.Request) {
+	m, ok := srv.meta(w, r)
+	if !ok {
+		return
+	}
+	if _, held := srv.opts.Host.Get(m.ID); held {
+		if err := srv.opts.Host.CloseSession(r.Context(), m.ID); err != nil {
+			srv.fail(w, r, err)
+			return
+		}
+		srv.detach(m.ID)
+		srv.record(r.Context(), Entry{SessionID: m.ID, Type: "session.released", Data: mustJSON(map[string]string{"reason": "close"})})
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"id": m.ID, "state": "released"})
+}
+
+func (srv *Server) messages(w http.ResponseWriter, r *http.Request) {
+	m, ok := srv.meta(w, r)
+	if !ok {
+		return
+	}
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	if limit <= 0 || limit > 1000 {
+		limit = 200
+	}
+	rows, err := srv.opts.Host.Store().Rows(r.Context(), m.ID, after+1)
+	if err != nil {
+		srv.fail(w, r, err)
+		return
+	}
+	var next *string
+	if len(rows) > limit {
+		rows = rows[:limit]
+		n := strconv.FormatInt(rows[len(rows)-1].Seq, 10)
+		next = &n
+	}
+	items := []map[string]any{}
+	for _, row := range rows {
+		for _, e := range RowEvents(m.ID, []session.Row{row}) {
+			items = append(items, map[string]any{"row": row.Seq, "turn": row.Turn, "type": e.Type, "data": e.Data, "time": row.Time.UTC().Format(timeFormat)})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": next})
+}

@@ -1,0 +1,171 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// subscriber receives the ephemeral frames of one session, or of every
+// session when session is empty.
+type subscriber struct {
+	session string
+	ch      chan frame
+}
+
+// subBuffer bounds the ephemeral frames waiting for one client; a client
+// that falls this far behind is cut off and resumes by id.
+const subBuffer = 1024
+
+func (srv *Server) subscribe(sessionID string) *subscriber {
+	sub := &subscriber{session: sessionID, ch: make(chan frame, subBuffer)}
+	srv.subMu.Lock()
+	srv.subs[sub] = struct{}{}
+	srv.subMu.Unlock()
+	return sub
+}
+
+func (srv *Server) unsubscribe(sub *subscriber) {
+	srv.subMu.Lock()
+	if _, ok := srv.subs[sub]; ok {
+		delete(srv.subs, sub)
+		close(sub.ch)
+	}
+	srv.subMu.Unlock()
+}
+
+// broadcast sends an ephemeral frame (no id) to the session's
+// subscribers; a subscriber whose buffer is full is cut off.
+func (srv *Server) broadcast(sessionID, typ string, data any) {
+	f := frame{Type: typ, Timestamp: srv.opts.Now().UTC(), SessionID: sessionID, Data: mustJSON(data)}
+	srv.subMu.Lock()
+	defer srv.subMu.Unlock()
+	for sub := range srv.subs {
+		if sub.session != "" && sub.session != sessionID {
+			continue
+		}
+		select {
+		case sub.ch <- f:
+		default:
+			delete(srv.subs, sub)
+			close(sub.ch)
+		}
+	}
+}
+
+func (srv *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
+	m, ok := srv.meta(w, r)
+	if !ok {
+		return
+	}
+	srv.stream(w, r, m.ID)
+}
+
+func (srv *Server) allEvents(w http.ResponseWriter, r *http.Request) {
+	srv.stream(w, r, r.URL.Query().Get("session"))
+}
+
+// pollInterval bounds how late a stream sees events another process
+// committed; this process's commits wake it at once.
+const pollInterval = time.Second
+
+// stream serves the feed as server-sent events: durable events from the
+// store, after the client's cursor (Last-Event-ID or ?after=), with their
+// ids; ephemeral frames as they happen, without.
+func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID string) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeProblem(w, problem{Status: http.StatusNotAcceptable, Code: "streaming-unsupported", Title: "This connection cannot stream"})
+		return
+	}
+	ctx := r.Context()
+	oldest, newest, err := srv.opts.Feed.Bounds(ctx)
+	if err != nil {
+		srv.fail(w, r, err)
+		return
+	}
+	cursor := r.Header.Get("Last-Event-ID")
+	if cursor == "" {
+		cursor = r.URL.Query().Get("after")
+	}
+	after := newest
+	var reset map[string]any
+	if cursor != "" {
+		n, err := strconv.ParseInt(cursor, 10, 64)
+		switch {
+		case err != nil || n < 0:
+			writeProblem(w, problem{Status: http.StatusBadRequest, Code: "cursor-invalid", Title: "The event id is not a number"})
+			return
+		case n > newest:
+			reset = map[string]any{"reason": "unknown", "oldest_id": oldest, "latest_id": newest}
+		case oldest > 0 && n < oldest-1:
+			reset = map[string]any{"reason": "expired", "oldest_id": oldest, "latest_id": newest}
+			after = oldest - 1
+		default:
+			after = n
+		}
+	}
+	sub := srv.subscribe(sessionID) // before the replay: nothing falls between
+	defer srv.unsubscribe(sub)
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 3000\n\n")
+	if reset != nil {
+		writeFrame(w, frame{Type: "feed.reset", Timestamp: srv.opts.Now().UTC(), Data: mustJSON(reset)})
+	}
+	fl.Flush()
+
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	poll := time.NewTicker(pollInterval)
+	defer poll.Stop()
+	for {
+		changed := srv.opts.Feed.Changed()
+		for {
+			evs, err := srv.opts.Feed.After(ctx, after, sessionID, 500)
+			if err != nil {
+				return
+			}
+			for _, e := range evs {
+				writeFrame(w, e.frame())
+				after = e.ID
+			}
+			if len(evs) > 0 {
+				fl.Flush()
+			}
+			if len(evs) < 500 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-poll.C:
+		case <-keepalive.C:
+			fmt.Fprint(w, ": keepalive\n\n")
+			fl.Flush()
+		case f, open := <-sub.ch:
+			if !open {
+				return // too slow: the client resumes by id
+			}
+			writeFrame(w, f)
+			fl.Flush()
+		}
+	}
+}
+
+// writeFrame writes one SSE frame: id only for durable events.
+func writeFrame(w http.ResponseWriter, f frame) {
+	b, _ := json.Marshal(f)
+	if f.ID != "" {
+		fmt.Fprintf(w, "id: %s\n", f.ID)
+	}
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", f.Type, b)
+}

@@ -1,0 +1,304 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+)
+
+// idempotency is a stored answer to a write sent with Idempotency-Key.
+type idempotency struct {
+	sum    [32]byte // of method, path and body
+	done   chan struct{}
+	status int
+	body   []byte
+	header http.Header
+	at     time.Time
+}
+
+// idempotencyTTL is how long a key's answer is kept.
+const idempotencyTTL = 24 * time.Hour
+
+// idempotent runs h once per Idempotency-Key: a retry gets the stored
+// answer, marked Idempotent-Replayed; a retry while the first is in flight
+// gets 409; the key reused with another request gets 422.
+func (srv *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(w http.ResponseWriter, r *http.Request)) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		h(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeProblem(w, problem{Status: http.StatusRequestEntityTooLarge, Code: "body-too-large", Title: "The request body is too large"})
+		return
+	}
+	sum := sha256.Sum256(append([]byte(r.Method+" "+r.URL.Path+"\n"), body...))
+	now := srv.opts.Now()
+	srv.mu.Lock()
+	for k, e := range srv.idem {
+		if now.Sub(e.at) > idempotencyTTL {
+			delete(srv.idem, k)
+		}
+	}
+	e, seen := srv.idem[key]
+	if !seen {
+		e = &idempotency{sum: sum, done: make(chan struct{}), at: now}
+		srv.idem[key] = e
+	}
+	srv.mu.Unlock()
+	if seen {
+		select {
+		case <-e.done:
+		default:
+			writeProblem(w, problem{Status: http.StatusConflict, Code: "idempotency-in-flight", Title: "A request with this Idempotency-Key is in flight"})
+			return
+		}
+		if e.sum != sum {
+			writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "idempotency-key-reused", Title: "The Idempotency-Key was used for another request"})
+			return
+		}
+		for k, v := range e.header {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(e.status)
+		w.Write(e.body)
+		return
+	}
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	h(rec, r)
+	srv.mu.Lock()
+	e.status, e.body, e.header = rec.status, rec.buf.Bytes(), w.Header().Clone()
+	if rec.status >= 500 {
+		delete(srv.idem, key) // a fault of meka's: the retry runs again
+	}
+	srv.mu.Unlock()
+	close(e.done)
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+	buf    bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(s int) { r.status = s; r.ResponseWriter.WriteHeader(s) }
+func (r *recorder) Write(b []byte) (int, error) {
+	r.buf.Write(b)
+	return r.ResponseWriter.Write(b)
+}
+
+type inputBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	URI  string `json:"uri,omitempty"`
+}
+
+func parts(in []inputBlock) (model.Parts, bool) {
+	var ps model.Parts
+	for _, b := range in {
+		switch b.Type {
+		case "text":
+			ps = append(ps, model.Text{Text: b.Text})
+		case "resource_link":
+			ps = append(ps, model.Resource{URI: b.URI})
+		default:
+			return nil, false
+		}
+	}
+	return ps, len(ps) > 0
+}
+
+func (srv *Server) startTurn(w http.ResponseWriter, r *http.Request) {
+	srv.idempotent(w, r, srv.startTurnOnce)
+}
+
+func (srv *Server) startTurnOnce(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Input []inputBlock `json:"input"`
+	}
+	if !decode(w, r, &body) {
+		return
+	}
+	ps, ok := parts(body.Input)
+	if !ok {
+		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "input-invalid", Title: "input needs at least one block",
+			Detail: `blocks are {"type":"text","text":…} or {"type":"resource_link","uri":…}`})
+		return
+	}
+	a, ok := srv.held(w, r)
+	if !ok {
+		return
+	}
+	t, err := a.start(session.UserMessage{Parts: ps})
+	if err != nil {
+		srv.fail(w, r, err)
+		return
+	}
+	_, newest, _ := srv.opts.Feed.Bounds(r.Context())
+	w.Header().Set("Location", "/v1/sessions/"+a.s.ID()+"/turns/"+t.ID)
+	writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": t.ID, "status": "running", "after_event_id": newest})
+}
+
+// start runs msg as a turn of its own, in the background: the turn
+// belongs to the server, not to the request that asked for it.
+func (a *attached) start(msg session.UserMessage) (*turnInfo, error) {
+	a.mu.Lock()
+	if a.current != nil || a.next != nil || a.s.Busy() {
+		a.mu.Unlock()
+		return nil, agent.ErrBusy
+	}
+	t := &turnInfo{ID: uuid.Must(uuid.NewV7()).String(), SessionID: a.s.ID(), Source: "client", Status: "running",
+		StartedAt: a.srv.opts.Now().UTC(), done: make(chan struct{})}
+	a.turns[t.ID] = t
+	a.next = t
+	a.mu.Unlock()
+	go func() {
+		_, err := a.s.Run(context.Background(), msg)
+		if err != nil && errors.Is(err, agent.ErrBusy) {
+			// Another turn (a job, a report) won the session first.
+			a.mu.Lock()
+			if a.next == t {
+				a.next = nil
+			}
+			now := a.srv.opts.Now().UTC()
+			t.Status, t.StopReason, t.EndedAt = "failed", "failed", &now
+			p := problem{Status: http.StatusConflict, Code: "turn-in-flight", Title: "A turn is running in the session"}
+			t.Error = &p
+			close(t.done)
+			a.mu.Unlock()
+		}
+	}()
+	return t, nil
+}
+
+func (srv *Server) turn(w http.ResponseWriter, r *http.Request) (*attached, *turnInfo, bool) {
+	srv.mu.Lock()
+	a := srv.sessions[r.PathValue("id")]
+	srv.mu.Unlock()
+	if a == nil {
+		writeProblem(w, problem{Status: http.StatusNotFound, Code: "turn-unknown", Title: "No such turn"})
+		return nil, nil, false
+	}
+	a.mu.Lock()
+	t := a.turns[r.PathValue("tid")]
+	a.mu.Unlock()
+	if t == nil {
+		writeProblem(w, problem{Status: http.StatusNotFound, Code: "turn-unknown", Title: "No such turn"})
+		return nil, nil, false
+	}
+	return a, t, true
+}
+
+func (srv *Server) getTurn(w http.ResponseWriter, r *http.Request) {
+	a, t, ok := srv.turn(w, r)
+	if !ok {
+		return
+	}
+	if wait, err := time.ParseDuration(r.URL.Query().Get("wait")); err == nil && wait > 0 {
+		timer := time.NewTimer(min(wait, 300*time.Second))
+		select {
+		case <-t.done:
+		case <-timer.C:
+		case <-r.Context().Done():
+		}
+		timer.Stop()
+	}
+	a.mu.Lock()
+	view := *t
+	a.mu.Unlock()
+	writeJSON(w, http.StatusOK, view)
+}
+
+// cancelTurn cancels a turn: the session's latch holds a cancel that
+// lands before the engine starts the turn, and pending approvals resolve
+// as denied by the cancel.
+func (srv *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
+	a, t, ok := srv.turn(w, r)
+	if !ok {
+		return
+	}
+	select {
+	case <-t.done:
+		a.mu.Lock()
+		view := *t
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, view)
+		return
+	default:
+	}
+	a.s.Cancel()
+	writeJSON(w, http.StatusAccepted, map[string]string{"turn_id": t.ID, "status": "cancelling"})
+}
+
+// inbox steers a running turn: the text rides the next tool round's
+// results or the nudge.
+func (srv *Server) inbox(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Text        string `json:"text"`
+		StartIfIdle bool   `json:"start_if_idle"`
+	}
+	if !decode(w, r, &body) {
+		return
+	}
+	if body.Text == "" {
+		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "input-invalid", Title: "text is empty"})
+		return
+	}
+	a, ok := srv.held(w, r)
+	if !ok {
+		return
+	}
+	id := uuid.Must(uuid.NewV7()).String()
+	if a.s.Steer(model.Text{Text: body.Text}) {
+		a.mu.Lock()
+		tid := ""
+		if a.current != nil {
+			tid = a.current.ID
+		}
+		a.mu.Unlock()
+		writeJSON(w, http.StatusAccepted, map[string]string{"inbox_id": id, "turn_id": tid, "delivery": "queued"})
+		return
+	}
+	if !body.StartIfIdle {
+		writeProblem(w, problem{Status: http.StatusConflict, Code: "no-turn-in-flight", Title: "No turn is running to steer",
+			Detail: "start a turn with POST /v1/sessions/{id}/turns, or send start_if_idle"})
+		return
+	}
+	t, err := a.start(session.UserMessage{Parts: model.Parts{model.Text{Text: body.Text}}})
+	if err != nil {
+		srv.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"inbox_id": id, "turn_id": t.ID, "delivery": "started"})
+}
+
+// turnProblem is a failed turn's error as clients may see it: the
+// provider's text only when relaying is on, capped.
+func (srv *Server) turnProblem(err error) problem {
+	p := problem{Type: "/v1/problems/turn-failed", Status: http.StatusBadGateway, Code: "turn-failed", Title: "The turn failed"}
+	var perr *model.Error
+	if errors.As(err, &perr) {
+		p.Title = "The model provider failed"
+		p.Code = "provider-failed"
+		if srv.opts.RelayProviderErrors && perr.Body != "" {
+			text := model.Cap(perr.Body, model.DisplayCap)
+			p.ProviderError = &providerError{Status: perr.Status, Text: text, Truncated: len(perr.Body) > model.DisplayCap}
+		}
+	}
+	p.Where = "meka log"
+	srv.log.Info("turn failed", "err", err)
+	return p
+}
