@@ -373,6 +373,9 @@ func (m *screen) ask(ctx context.Context, req permission.Request) (permission.De
 	if a.title == "" {
 		a.title = req.Tool
 	}
+	if req.SubAgent != "" {
+		a.title = req.SubAgent + ": " + a.title // a sub-agent's call, forwarded to its parent's screen
+	}
 	m.send(askMsg{a: a})
 	select {
 	case d := <-a.reply:
