@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,5 +53,39 @@ func TestPostgresEndToEnd(t *testing.T) {
 	bad := isolatedEnv(t, "MEKA_DATABASE_URL=mysql://nope")
 	if _, errOut, code := run(t, work, bad, "sessions", "list"); code != 2 || !strings.Contains(errOut, "MEKA_DATABASE_URL") {
 		t.Errorf("a bad database url: code %d %q", code, errOut)
+	}
+}
+
+// TestPostgresGoneMidTurn cuts the database while the model answers: the
+// one-shot fails saying the database is unreachable, and the prompt stored
+// before the request is still there once the database is back.
+func TestPostgresGoneMidTurn(t *testing.T) {
+	proxy, url := pgtest.NewProxy(t, pgtest.NewDatabase(t))
+	s, err := script.Parse([]byte(`{"rounds":[{"text":"An answer nobody stores."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := modeltest.NewHandler(s)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxy.Cut()
+		model.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	work := t.TempDir()
+	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1", "MEKA_DATABASE_URL="+url)
+
+	out, errOut, code := run(t, work, env, "--oneshot", "a question to keep")
+	if code == 0 || !strings.Contains(errOut, "database server is unreachable") {
+		t.Fatalf("oneshot with the database gone: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	proxy.Restore()
+	list, errOut, code := run(t, work, env, "sessions", "list")
+	if code != 0 || !strings.Contains(list, "a question to keep") {
+		t.Fatalf("sessions list: code %d %q %q", code, list, errOut)
+	}
+	id := strings.Fields(strings.Split(list, "\n")[1])[0]
+	show, _, _ := run(t, work, env, "sessions", "show", id)
+	if !strings.Contains(show, "user: a question to keep") || strings.Contains(show, "An answer nobody stores") {
+		t.Errorf("after the outage the session shows %q, want the prompt and no answer", show)
 	}
 }

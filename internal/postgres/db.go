@@ -19,9 +19,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -157,6 +159,20 @@ func retry(ctx context.Context, f func() error) error {
 	}
 }
 
+// ErrUnreachable wraps a failure to reach the database server (a refused
+// or broken connection, a server shutting down). A write that fails with
+// it stored nothing, unless the connection broke while its commit was in
+// flight; the pool reconnects on the next call.
+var ErrUnreachable = errors.New("the database server is unreachable")
+
+// reach marks a connection failure as ErrUnreachable.
+func reach(err error) error {
+	if Transient(err) {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	return err
+}
+
 // Transient reports whether err is the server being unreachable or going
 // away (a refused or broken connection, a server shutting down) rather
 // than a statement failing: the caller may retry once it is back.
@@ -174,8 +190,10 @@ func Transient(err error) bool {
 		return false
 	}
 	var ce *pgconn.ConnectError
-	return errors.As(err, &ce) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF)
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, pgconn.ErrConnClosed) ||
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // measureSkew reads the server's clock and keeps its offset from ours,

@@ -103,7 +103,7 @@ RETURNING fence`, sessionID, h.PID, h.Host, h.Token, lease).Scan(&fence)
 			return fence, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return 0, fmt.Errorf("lock session %s: %w", sessionID, err)
+			return 0, fmt.Errorf("lock session %s: %w", sessionID, reach(err))
 		}
 
 		err = db.pool.QueryRow(ctx, `SELECT pid, host, token, fence FROM locks WHERE session_id = $1`, sessionID).

@@ -99,7 +99,7 @@ WHERE s.id = $1`, sessionID, len(rows), now, turns, kinds, payloads)
 		return res.Close()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
+		return nil, fmt.Errorf("append rows to %s: %w", sessionID, reach(err))
 	}
 	out := make([]session.Row, len(rows))
 	for i, r := range rows {
@@ -171,11 +171,11 @@ func (s *Sessions) Rows(ctx context.Context, sessionID string, from int64) ([]se
 	}
 	rs, err := db.pool.Query(ctx, `SELECT seq, turn, kind, payload, time FROM rows WHERE session_id = $1 AND seq >= $2 ORDER BY seq`, sessionID, from)
 	if err != nil {
-		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, reach(err))
 	}
 	out, err := scanRows(rs)
 	if err != nil {
-		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, reach(err))
 	}
 	if len(out) == 0 {
 		return nil, s.mustExist(ctx, "read rows of", sessionID)
@@ -194,11 +194,11 @@ func (s *Sessions) Tail(ctx context.Context, sessionID string, n int) ([]session
 	}
 	rs, err := db.pool.Query(ctx, `SELECT seq, turn, kind, payload, time FROM rows WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`, sessionID, n)
 	if err != nil {
-		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, reach(err))
 	}
 	out, err := scanRows(rs)
 	if err != nil {
-		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, reach(err))
 	}
 	if len(out) == 0 {
 		return nil, s.mustExist(ctx, "read rows of", sessionID)

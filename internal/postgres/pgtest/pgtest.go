@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -234,4 +235,99 @@ func binDir() (string, error) {
 		return vi < vj
 	})
 	return filepath.Dir(found[len(found)-1]), nil
+}
+
+// Proxy forwards TCP connections to the test server, and can cut them
+// all, as a database that goes away would.
+type Proxy struct {
+	l    net.Listener
+	dial func() (net.Conn, error)
+
+	mu    sync.Mutex // guards conns and down
+	conns map[net.Conn]bool
+	down  bool
+	wg    sync.WaitGroup
+}
+
+// Forward serves l, forwarding each connection to the server at url, until
+// t ends.
+func Forward(t testing.TB, l net.Listener, url string) *Proxy {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{l: l, conns: map[net.Conn]bool{}, dial: func() (net.Conn, error) {
+		if strings.HasPrefix(cfg.Host, "/") {
+			return net.Dial("unix", filepath.Join(cfg.Host, fmt.Sprintf(".s.PGSQL.%d", cfg.Port)))
+		}
+		return net.Dial("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
+	}}
+	t.Cleanup(func() {
+		l.Close()
+		p.Cut()
+		p.wg.Wait()
+	})
+	p.wg.Go(p.serve)
+	return p
+}
+
+// NewProxy forwards a port on 127.0.0.1 to the database at url and
+// returns the proxy and the database's URL through it.
+func NewProxy(t testing.TB, url string) (*Proxy, string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Forward(t, l, url)
+	return p, URL("127.0.0.1", uint16(l.Addr().(*net.TCPAddr).Port), cfg.User, cfg.Password, cfg.Database)
+}
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			c.Close()
+			continue
+		}
+		s, err := p.dial()
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c], p.conns[s] = true, true
+		p.mu.Unlock()
+		p.wg.Go(func() { io.Copy(s, c); s.Close() })
+		p.wg.Go(func() { io.Copy(c, s); c.Close() })
+	}
+}
+
+// Cut closes every connection and refuses new ones until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+// Restore accepts connections again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
 }

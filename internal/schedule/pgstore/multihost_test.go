@@ -9,9 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,12 +56,6 @@ func twoMachines(t *testing.T, dbURL string) [2]machine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial := func() (net.Conn, error) {
-		if strings.HasPrefix(cfg.Host, "/") {
-			return net.Dial("unix", filepath.Join(cfg.Host, fmt.Sprintf(".s.PGSQL.%d", cfg.Port)))
-		}
-		return net.Dial("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
-	}
 	var b [3]byte
 	rand.Read(b[:])
 	tag := hex.EncodeToString(b[:])
@@ -104,51 +96,12 @@ func twoMachines(t *testing.T, dbURL string) [2]machine {
 		if err != nil {
 			t.Fatal(err)
 		}
-		forward(t, l, dial)
+		pgtest.Forward(t, l, dbURL)
 		port := l.Addr().(*net.TCPAddr).Port
 		ms[i] = machine{ns: ns, name: fmt.Sprintf("host-%c", 'a'+i),
 			url: pgtest.URL(hostIP, uint16(port), cfg.User, cfg.Password, cfg.Database)}
 	}
 	return ms
-}
-
-// forward copies connections accepted on l to the database until the
-// test ends.
-func forward(t *testing.T, l net.Listener, dial func() (net.Conn, error)) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	track := func(c net.Conn) {
-		mu.Lock()
-		conns[c] = true
-		mu.Unlock()
-	}
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s, err := dial()
-			if err != nil {
-				c.Close()
-				continue
-			}
-			track(c)
-			track(s)
-			wg.Go(func() { io.Copy(s, c); s.(interface{ CloseWrite() error }).CloseWrite() })
-			wg.Go(func() { io.Copy(c, s); c.(interface{ CloseWrite() error }).CloseWrite() })
-		}
-	})
 }
 
 // host is a host process running on a machine.
