@@ -84,6 +84,8 @@ func (m *screen) key(k tea.KeyPressMsg) tea.Cmd {
 		m.comp.killLine()
 	case "ctrl+w", "alt+backspace":
 		m.comp.killWord()
+	case "ctrl+z":
+		return tea.Suspend
 	case "ctrl+t":
 		// The whole list, once, into scrollback.
 		m.commit(planFull(m.st, m.plan, m.width)...)
