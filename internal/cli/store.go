@@ -27,7 +27,7 @@ type database struct {
 	// clocks agree; nil means the process's.
 	leaseClock func() time.Time
 	// wake, when set, watches for jobs created by other hosts.
-	wake  func(ctx context.Context) <-chan struct{}
+	wake func(ctx context.Context) <-chan struct{}
 	// feed is the durable event feed meka serve streams; nil for a store
 	// that keeps none.
 	feed  httpapi.FeedStore
@@ -112,7 +112,7 @@ func (s sqliteFeed) After(ctx context.Context, after int64, sessionID string, li
 }
 
 func (s sqliteFeed) Bounds(ctx context.Context) (int64, int64, error) { return s.f.Bounds(ctx) }
-func (s sqliteFeed) Changed() <-chan struct{}                       { return s.f.Changed() }
+func (s sqliteFeed) Changed() <-chan struct{}                         { return s.f.Changed() }
 
 func feedEvents(evs []sqlite.FeedEvent) []httpapi.Event {
 	out := make([]httpapi.Event, len(evs))

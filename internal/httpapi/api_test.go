@@ -9,8 +9,11 @@ import (
 )
 
 type sessionRec struct {
-	ID        string `json:"id"`
-	State     struct{ Held bool; Status string }
+	ID    string `json:"id"`
+	State struct {
+		Held   bool
+		Status string
+	}
 	Checklist []struct{ ID, Text, Status string }
 }
 
@@ -35,7 +38,9 @@ func TestTurnWithChecklistOnTheFeed(t *testing.T) {
 	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &s)
 	next := h.stream("/v1/sessions/"+s.ID+"/events?after=0", "")
 
-	var started struct{ TurnID string `json:"turn_id"` }
+	var started struct {
+		TurnID string `json:"turn_id"`
+	}
 	h.json("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "write a note"}}}, http.StatusAccepted, &started)
 	var frames []sseFrame
 	for {

@@ -58,7 +58,7 @@ func (s sqliteFeed) After(ctx context.Context, after int64, id string, limit int
 	return events(evs), err
 }
 func (s sqliteFeed) Bounds(ctx context.Context) (int64, int64, error) { return s.f.Bounds(ctx) }
-func (s sqliteFeed) Changed() <-chan struct{}                       { return s.f.Changed() }
+func (s sqliteFeed) Changed() <-chan struct{}                         { return s.f.Changed() }
 
 func events(evs []sqlite.FeedEvent) []httpapi.Event {
 	out := make([]httpapi.Event, len(evs))

@@ -63,7 +63,7 @@ type Server struct {
 	sessions map[string]*attached    // sessions this server attached to
 	idem     map[string]*idempotency // Idempotency-Key → stored response
 
-	subMu sync.Mutex              // guards subs
+	subMu sync.Mutex               // guards subs
 	subs  map[*subscriber]struct{} // live streams, for ephemeral frames
 }
 
