@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
 )
@@ -18,10 +19,30 @@ var builtinCommands = []AvailableCommand{
 	{Name: "usage", Description: "Show the account's rate-limit windows (subscription backends only)"},
 }
 
-// commands is the palette: the built-in commands (skills join them when
-// they exist).
-func (s *server) commands() []AvailableCommand {
-	return append([]AvailableCommand(nil), builtinCommands...)
+// commands is the palette: the built-in commands, then the skills hs
+// finds now, except one named like a built-in, which cannot shadow it.
+func commands(hs *host.Session) []AvailableCommand {
+	out := append([]AvailableCommand(nil), builtinCommands...)
+	if hs == nil {
+		return out
+	}
+	for _, sk := range hs.Skills() {
+		if isBuiltin(sk.Name) {
+			continue
+		}
+		out = append(out, AvailableCommand{Name: sk.Name, Description: sk.Description,
+			Input: &AvailableCommandInput{Hint: "additional context (optional)"}})
+	}
+	return out
+}
+
+func isBuiltin(name string) bool {
+	for _, c := range builtinCommands {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // localCommand reports a prompt that is exactly a built-in command. A
@@ -35,9 +56,7 @@ func localCommand(blocks []ContentBlock) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	switch name {
-	case "status", "mcp", "usage":
-	default:
+	if !isBuiltin(name) {
 		return "", false
 	}
 	for _, b := range blocks[1:] {
@@ -103,6 +122,11 @@ func (e *entry) status() string {
 	fmt.Fprintf(&b, "Effort: the profile's default\n")
 	fmt.Fprintf(&b, "Thinking: as the model streams it\n")
 	fmt.Fprintf(&b, "Compactions: %d\n", compactions)
+	if files := hs.Instructions(); len(files) > 0 {
+		fmt.Fprintf(&b, "Instructions: %s\n", strings.Join(files, ", "))
+	} else {
+		fmt.Fprintf(&b, "Instructions: no AGENTS.md found\n")
+	}
 	all := total.Add(sub)
 	fmt.Fprintf(&b, "Tokens: %d input, %d output, %d cache read, %d cache write", all.InputTokens, all.OutputTokens, all.CacheReadTokens, all.CacheWriteTokens)
 	if sub != (model.Usage{}) {

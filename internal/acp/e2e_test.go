@@ -106,6 +106,8 @@ type scenario struct {
 	level  string // the default permission level
 	extra  string // more config
 	files  map[string]string
+	// check, when set, asserts on what the model was sent.
+	check func(t *testing.T, reqs []modeltest.Recorded)
 }
 
 type report struct {
@@ -166,6 +168,61 @@ var scenarios = []scenario{
 		{"text": "done"}]`, files: map[string]string{"in.txt": "on disk\n"}},
 }
 
+func init() {
+	scenarios = append(scenarios, scenario{name: "skills", level: "workspace", rounds: `[
+		{"text": "deployed"}, {"text": "a directory"}, {"text": "no such command"},
+		{"tool_calls": [{"id": "sw", "name": "skill_write", "arguments": {"name": "notes", "description": "Keep notes.", "body": "NOTES-BODY"}}]},
+		{"text": "written"}]`,
+		files: map[string]string{
+			"AGENTS.md":                      "AGENTS-RULES\n",
+			".agents/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Deploy the app.\n---\nDEPLOY-BODY\n",
+			".agents/skills/deploy/run.sh":   "echo deploy\n",
+			".agents/skills/status/SKILL.md": "---\nname: status\ndescription: A skill named like a built-in.\n---\nSTATUS-BODY\n",
+			".agents/skills/broken/SKILL.md": "no front matter\n",
+		},
+		check: checkSkillRequests})
+}
+
+// checkSkillRequests: the skill's body follows the words of /deploy; the
+// other slashes reach the model as typed; the system prompt carries the
+// instructions and the list.
+func checkSkillRequests(t *testing.T, reqs []modeltest.Recorded) {
+	if len(reqs) != 5 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	type msg struct {
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	}
+	last := func(i int) (system, user string) {
+		var b struct {
+			Messages []msg `json:"messages"`
+		}
+		if err := json.Unmarshal(reqs[i].Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		system, _ = b.Messages[0].Content.(string)
+		for _, m := range b.Messages {
+			if s, ok := m.Content.(string); ok && m.Role == "user" {
+				user = s
+			}
+		}
+		return system, user
+	}
+	sys, u := last(0)
+	if !strings.Contains(sys, "AGENTS-RULES") || !strings.Contains(sys, "- deploy: Deploy the app.") {
+		t.Errorf("system prompt:\n%s", sys)
+	}
+	if !strings.HasPrefix(u, "/deploy to staging\n") || !strings.Contains(u, "DEPLOY-BODY") || !strings.Contains(u, "- run.sh") {
+		t.Errorf("invocation sent as %q", u)
+	}
+	for i, want := range []string{"/usr/lib is where?", "/nonexistent thing"} {
+		if _, u := last(i + 1); u != want {
+			t.Errorf("request %d: user %q, want %q", i+2, u, want)
+		}
+	}
+}
+
 func TestSDKClient(t *testing.T) {
 	dir := clientDir(t)
 	bin := mekaBinary(t)
@@ -209,6 +266,9 @@ func runScenario(t *testing.T, dir, bin string, sc scenario) report {
 		t.Fatal(err)
 	}
 	for name, content := range sc.files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -251,6 +311,9 @@ default = %[2]q
 	var r report
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("read the client's report: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if sc.check != nil {
+		sc.check(t, srv.Requests())
 	}
 	return r
 }

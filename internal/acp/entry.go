@@ -116,11 +116,17 @@ func (e *entry) cancelTurn() {
 }
 
 // announce sends what follows a creation response: the palette, the
-// context gauge as the log recorded it, and (for a session from before)
+// skills a new session skipped, the context gauge as the log recorded it, and (for a session from before)
 // its title.
 func (e *entry) announce(ctx context.Context, titled bool) {
-	e.s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: e.s.commands()})
 	hs := e.session()
+	e.s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: commands(hs)})
+	if !titled {
+		// A new session's skipped skills; a loaded one replays them.
+		for _, n := range hs.StartNotices() {
+			e.s.notify(ctx, e.id, e.notice(n))
+		}
+	}
 	if u, ok := recordedUsage(hs); ok {
 		e.s.notify(ctx, e.id, u)
 	}

@@ -76,7 +76,7 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 		}
 	}
 	// The palette is refreshed at the top of every prompt.
-	s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: s.commands()})
+	s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: commands(hs)})
 	if cmd, ok := localCommand(p.Prompt); ok {
 		for _, b := range p.Prompt {
 			if b.Type == "image" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/host"
@@ -113,6 +114,8 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		DataDir:     dataDir,
 		Confinement: sandbox.Describe(cfg.Permissions.Network),
 		MCP:         servers,
+		Prompt:      g.promptOptions(cfg),
+		Now:         g.now,
 		Logger:      log,
 	})
 	if err != nil {
@@ -127,6 +130,17 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		servers.Start(ctx)
 	}
 	return &app{cfg: cfg, db: db, host: h, sched: sc, mcp: servers, notices: notices}, nil
+}
+
+// promptOptions say where system prompts find the user's instructions and
+// skills ($XDG_CONFIG_HOME/meka), and the zone they give dates in.
+func (g *globals) promptOptions(cfg *config.Config) host.PromptOptions {
+	o := host.PromptOptions{Home: g.getenv("HOME"), Fallbacks: cfg.Instructions.FallbackFiles,
+		MaxBytes: cfg.Instructions.MaxBytes, Location: cfg.Schedule.Location}
+	if p := config.DefaultPath(g.getenv); p != "" {
+		o.UserDir = filepath.Dir(p)
+	}
+	return o
 }
 
 // buildProfile resolves a profile and builds its provider.

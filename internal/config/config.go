@@ -75,8 +75,10 @@ type Config struct {
 	Schedule    Schedule
 	Serve       Serve
 	MCP         MCP
-	Store       Store
-	Agents      Agents
+	// Instructions is the [instructions] table: how AGENTS.md files are read.
+	Instructions Instructions
+	Store        Store
+	Agents       Agents
 	// Settings are the keys the file set, in document order; empty for
 	// Default.
 	Settings []Setting
@@ -219,6 +221,16 @@ type Schedule struct {
 	Timezone string
 	// Location is Timezone loaded; time.Local when Timezone is empty.
 	Location *time.Location
+}
+
+// Instructions is the [instructions] table.
+type Instructions struct {
+	// FallbackFiles are more names an instruction file may have, tried
+	// after AGENTS.override.md, AGENTS.md and CLAUDE.md.
+	FallbackFiles []string
+	// MaxBytes bounds the project instructions in the system prompt; 0
+	// means the default (32 KiB).
+	MaxBytes int
 }
 
 // Serve is the [serve] table, for long-running hosts (meka serve, meka acp).

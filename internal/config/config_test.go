@@ -226,6 +226,16 @@ func TestParseFull(t *testing.T) {
 	}
 }
 
+func TestParseInstructions(t *testing.T) {
+	c, err := Parse("config.toml", []byte("[instructions]\nfallback_files = [\"RULES.md\"]\nmax_bytes = 4096\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Instructions.FallbackFiles) != 1 || c.Instructions.FallbackFiles[0] != "RULES.md" || c.Instructions.MaxBytes != 4096 {
+		t.Fatalf("%+v", c.Instructions)
+	}
+}
+
 func TestParseByteOrderMarkAndCRLF(t *testing.T) {
 	c, err := Parse("c.toml", []byte("\ufeff[serve]\r\nlisten = \"127.0.0.1:1\"\r\n"))
 	if err != nil || c.Serve.Listen != "127.0.0.1:1" {
@@ -309,6 +319,9 @@ func TestParseErrors(t *testing.T) {
 		{"no levels", "[permissions]\nenabled = []\n", 2, "permissions.enabled", "at least one"},
 		{"default not enabled", "[permissions]\nenabled = [\"read\", \"unrestricted\"]\ndefault = \"workspace\"\n", 3, "permissions.default", "not among permissions.enabled"},
 		{"implicit default not enabled", "[permissions]\nenabled = [\"read\"]\n", 2, "permissions.enabled", `default level "workspace" is not enabled`},
+
+		{"instruction file with a directory", "[instructions]\nfallback_files = [\"RULES.md\", \"docs/AI.md\"]\n", 2, "instructions.fallback_files", `"docs/AI.md" is not a file name`},
+		{"zero instruction budget", "[instructions]\nmax_bytes = 0\n", 2, "instructions.max_bytes", ""},
 
 		{"bad deny pattern", "[tools]\ndeny = [\"shell_*\", \"[x\"]\n", 2, "tools.deny", `bad pattern "[x"`},
 		{"bad tools plan", "[tools]\nplan = \"Checklist\"\n", 2, "tools.plan", "unknown plan"},

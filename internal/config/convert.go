@@ -104,6 +104,7 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 	c.schedule(&cfg.Schedule, &f.Schedule)
 	c.serve(&cfg.Serve, &f.Serve)
 	c.store(&cfg.Store, &f.Store)
+	c.instructions(&cfg.Instructions, &f.Instructions)
 	c.mcp(&cfg.MCP, &f.MCP)
 	c.agents(&cfg.Agents, &f.Agents)
 	if err := c.first(); err != nil {
@@ -344,6 +345,18 @@ func (c *converter) agents(a *Agents, fa *fileAgents) {
 			a.MaxDepth = clampInt(*fa.MaxDepth)
 		}
 	}
+}
+
+func (c *converter) instructions(in *Instructions, fi *fileInstructions) {
+	key := func(k string) []string { return keyPath("instructions", k) }
+	for i, name := range fi.FallbackFiles {
+		if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+			c.failElem(key("fallback_files"), i, nil, "%q is not a file name (no directories)", name)
+			continue
+		}
+		in.FallbackFiles = append(in.FallbackFiles, name)
+	}
+	in.MaxBytes = c.positive(key("max_bytes"), fi.MaxBytes)
 }
 
 func (c *converter) mcp(m *MCP, fm *fileMCP) {

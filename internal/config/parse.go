@@ -22,6 +22,7 @@ type fileConfig struct {
 	Tools          fileTools              `toml:"tools"`
 	Schedule       fileSchedule           `toml:"schedule"`
 	Serve          fileServe              `toml:"serve"`
+	Instructions   fileInstructions       `toml:"instructions"`
 	MCP            fileMCP                `toml:"mcp"`
 	Store          fileStore              `toml:"store"`
 	Agents         fileAgents             `toml:"agents"`
@@ -86,6 +87,11 @@ type fileServe struct {
 
 type fileStore struct {
 	URL *string `toml:"url" want:"a PostgreSQL URL such as \"postgres://meka@db.example/meka\""`
+}
+
+type fileInstructions struct {
+	FallbackFiles []string `toml:"fallback_files" want:"a list of file names, such as [\"RULES.md\"]"`
+	MaxBytes      *int64   `toml:"max_bytes" want:"a number of bytes"`
 }
 
 type fileMCP struct {

@@ -133,9 +133,8 @@ func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permi
 	}
 	turn := session.LastTurn(rows)
 	add := []session.Row{{Turn: turn, Entry: rec}}
-	for _, pr := range problems {
-		add = append(add, session.Row{Turn: turn, Entry: session.Notice{Severity: session.SeverityWarning,
-			Title: "Skill skipped: " + pr.Path, Description: pr.Err.Error()}})
+	for _, n := range skillNotices(problems) {
+		add = append(add, session.Row{Turn: turn, Entry: n})
 	}
 	stored, err := h.opts.Store.Append(ctx, meta.ID, add)
 	if err != nil {
@@ -143,6 +142,18 @@ func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permi
 	}
 	return rec, append(rows, stored...), nil
 }
+
+func skillNotices(problems []skills.Problem) []session.Notice {
+	var out []session.Notice
+	for _, pr := range problems {
+		out = append(out, session.Notice{Severity: session.SeverityWarning, Title: "Skill skipped: " + pr.Path, Description: pr.Err.Error()})
+	}
+	return out
+}
+
+// StartNotices are what a front door says when the session opens: the
+// skills that were skipped, naming their files.
+func (s *Session) StartNotices() []session.Notice { return slices.Clone(s.startNotices) }
 
 // Instructions lists the instruction files the session's prompt loaded,
 // as /status shows them.

@@ -169,3 +169,61 @@ func TestSubdirectoryInstructionsAttachedOnce(t *testing.T) {
 		t.Fatalf("attached per result: %v", got)
 	}
 }
+
+// The skill tool returns a skill's body and other files; skill_write
+// stores one in meka's store with its change as a diff; the loaded
+// skill's text survives compaction.
+func TestSkillTools(t *testing.T) {
+	f := newFixture(t, `[
+		{"tool_calls":[{"id":"s1","name":"skill","arguments":{"name":"deploy"}}]},
+		{"tool_calls":[{"id":"s2","name":"skill_write","arguments":{"name":"notes","description":"Keep notes.","body":"NOTES-BODY"}}]},
+		{"text":"ok"},
+		{"text":"the summary"}]`)
+	f.opts.Permissions.Default = permission.Workspace
+	cwd := canonDir(t)
+	writeFile(t, filepath.Join(cwd, ".agents", "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: Deploy it.\n---\nDEPLOY-BODY\n")
+	writeFile(t, filepath.Join(cwd, ".agents", "skills", "deploy", "scripts", "go.sh"), "echo\n")
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.SystemPrompt(), "# Skills\n") || !strings.Contains(s.SystemPrompt(), "- deploy: Deploy it.") {
+		t.Fatalf("no skill list:\n%s", s.SystemPrompt())
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	var results []session.ToolResult
+	for _, r := range s.Engine().Rows() {
+		if tr, ok := r.Entry.(session.ToolResult); ok {
+			results = append(results, tr)
+		}
+	}
+	if len(results) != 2 {
+		t.Fatalf("results %+v", results)
+	}
+	b, _ := json.Marshal(results[0].Content)
+	if results[0].Status != session.StatusOK || !strings.Contains(string(b), "DEPLOY-BODY") || !strings.Contains(string(b), "- scripts/go.sh") {
+		t.Fatalf("skill result %s", b)
+	}
+	stored := filepath.Join(f.opts.DataDir, "skills", "notes", "SKILL.md")
+	if results[1].Status != session.StatusOK || !strings.Contains(results[1].Change, "+++ "+stored) || !strings.Contains(results[1].Change, "+NOTES-BODY") {
+		t.Fatalf("skill_write %+v", results[1])
+	}
+	if got, _ := os.ReadFile(stored); !strings.Contains(string(got), "name: notes") {
+		t.Fatalf("stored %q", got)
+	}
+	if err := s.Compact(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var summary string
+	for _, r := range s.Engine().Rows() {
+		if c, ok := r.Entry.(session.Compaction); ok {
+			summary = c.Summary
+		}
+	}
+	if !strings.Contains(summary, "the summary") || !strings.Contains(summary, "DEPLOY-BODY") {
+		t.Fatalf("summary %q", summary)
+	}
+}

@@ -35,8 +35,9 @@ type Session struct {
 	level   atomic.Int32
 	files   sessionFiles
 	// prompt is the recorded system prompt the engine was built with.
-	prompt session.SystemPrompt
-	loaded loadedSkills
+	prompt       session.SystemPrompt
+	startNotices []session.Notice
+	loaded       loadedSkills
 	// approvals is whether a call above the level is put to the asker.
 	approvals atomic.Bool
 	// used is when the session was last used (unix nanoseconds), for the
@@ -183,6 +184,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 		return nil, err
 	}
 	opts.System = s.prompt.Text
+	s.startNotices = skillNotices(problems)
 	if def.MaxTurns > 0 {
 		opts.MaxTurns = def.MaxTurns
 	}

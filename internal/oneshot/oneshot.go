@@ -38,7 +38,7 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// Plan renders plan changes; nil prints none.
 	Plan PlanRenderer
-	// Verbose shows thinking on stderr.
+	// Verbose shows thinking and the instruction files loaded on stderr.
 	Verbose bool
 }
 
@@ -47,6 +47,14 @@ func Run(ctx context.Context, s *host.Session, prompt string, opts Options) int 
 	r := &renderer{out: opts.Stdout, err: opts.Stderr, plan: opts.Plan, verbose: opts.Verbose}
 	unsubscribe := s.Subscribe(r.event)
 	defer unsubscribe()
+	for _, n := range s.StartNotices() {
+		r.event(agent.Notice{Notice: n})
+	}
+	if opts.Verbose {
+		for _, f := range s.Instructions() {
+			fmt.Fprintf(opts.Stderr, "[meka] instructions: %s\n", f)
+		}
+	}
 
 	res, err := s.Run(ctx, session.UserMessage{Parts: model.Parts{model.Text{Text: prompt}}})
 	r.endLine()

@@ -30,13 +30,11 @@ func (s *Scheduler) Tools() []tool.Tool {
 
 type createTool struct{ s *Scheduler }
 
-const createDescription = `Schedule a future turn of this session: the prompt is delivered to you as a user message when the job fires. Give exactly one of every (a recurring interval: "30s", "15m", "1h 30m", "1.5h", "2d"; m is minutes and M months), cron (five fields, minute hour day-of-month month day-of-week, Vixie semantics, read in the configured time zone; no seconds field), at (one instant, RFC 3339, e.g. "2026-08-11T15:22:00+02:00") or in (one instant this long from now, e.g. "20m").
+const createDescription = `Schedule a future turn of this session: the prompt comes back to you as a user message when the job fires, so write it for a reader with no context. Give exactly one of: every (recurring: "15m", "1h 30m", "2d"; m is minutes, M months), cron (five fields, Vixie semantics, in the configured time zone), at (RFC 3339) or in (this long from now: "20m").
 
-Write the prompt for a reader with no context: the conversation that created the job may be long gone by the time it fires.
+A gate runs a check before each occurrence and fires the turn, with the check's output, only when "when" holds. check: {"command": "..."} (sh -c; unrestricted level) or {"tool": "name", "arguments": {...}} (a read-level tool). when: "changed" (output differs from the last check; fires the first time), "succeeded" (exit 0 / no tool error), {"matches": "regex"}, or {"at": "/json/pointer", "is": ...} on a JSON result. A "changed" check must print the same when nothing happened: no timestamps or unsorted lists.
 
-A gate makes a recurring check cheap: its check runs before each occurrence and the turn happens only when "when" says something happened, with the check's output passed into the turn. check is {"command": "..."} (sh -c; needs the unrestricted level) or {"tool": "name", "arguments": {...}} (a tool that resolves to the read level). when is "changed" (output differs from the last check; fires the first time), "succeeded" (exit status 0 / tool reported no error), {"matches": "regex"}, or {"at": "/json/pointer", "is": "changed" | "not-empty" | "empty" | "true" | "false" | {"equals": value}} on a JSON result. A check for "changed" must return the same output when nothing happened: no timestamps or unsorted lists.
-
-The reply states the resolved next fire in absolute local time: check it says what you meant.`
+The reply gives the next fire in local time: check it is what you meant.`
 
 var createSchema = json.RawMessage(`{
   "type": "object",

@@ -22,17 +22,15 @@ const (
 // descriptions and in the nudge.
 const deferralRule = "Deferral is for an item that waits on a person, an event or an explicit later, never for one that is hard or tedious."
 
-const addDescription = `Add items to your checklist: what you have committed to do in this session. Add an item as you commit to it; mark the one you are starting on "in_progress". Each item is a text, or {"text": ..., "status": "pending"|"in_progress"}.
+const addDescription = `Add items to your checklist, as you commit to them: what you will do in this session. Mark the one you start on "in_progress". An item is a text or {"text": ..., "status": "pending"|"in_progress"}; ids are c1, c2, ... in the order added. The result gives the ids and the whole list.
 
-Items get ids c1, c2, ... in the order they are added. The result gives the ids assigned and the whole list.
+Your turn cannot end while an item is pending or in_progress: complete it, or cancel or defer it with a reason (checklist_edit). ` + deferralRule
 
-Your turn cannot end while an item is pending or in_progress: complete it, cancel it with a reason, or defer it with a reason (checklist_edit). ` + deferralRule
+const editDescription = `Change one checklist item by id: its status, reason, awaited background task, or text.
 
-const editDescription = `Change one checklist item by id: its status, its reason, the background task it waits on, or its text.
+Statuses: pending, in_progress, deferred, completed, canceled; completed and canceled items leave the list. Canceling needs a reason (why it is no longer to be done); deferring needs one (what it waits on) and may name a background task, whose report reopens the item. ` + deferralRule + `
 
-Statuses: "pending", "in_progress", "deferred", "completed", "canceled". Completed and canceled items leave the list at once. Canceling needs a reason (why it is no longer to be done). Deferring needs a reason (what it waits on) and may name the background task it waits on; the item reopens when that task's report arrives. ` + deferralRule + `
-
-Re-deferring with a new reason restates what the item waits on and drops a task not named again; re-deferring with neither keeps both. A call with anything wrong in it (an unknown id, a missing reason, a task that does not exist or has already reported) is refused whole and changes nothing. The result shows the whole list.`
+Re-deferring with a new reason replaces what the item waits on and drops a task not named again; with neither, it keeps both. A call with anything wrong (unknown id, missing reason, a task that does not exist or already reported) is refused whole. The result shows the whole list.`
 
 const readDescription = `Show your checklist: every item on it with its id, status, and for a deferred item what it waits on.`
 

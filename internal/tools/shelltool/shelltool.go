@@ -142,7 +142,7 @@ func New(opts Options) *Tool {
 	return &Tool{opts: opts, confined: errRead == nil && errWorkspace == nil, why: errors.Join(errRead, errWorkspace), backend: backend}
 }
 
-const descriptionHead = `Run a shell command with sh -c in the session's working directory. The result states the exit code and keeps stdout and stderr apart.
+const descriptionHead = `Run a command with sh -c in the working directory; the result gives the exit code, with stdout and stderr apart.
 
 `
 
@@ -166,9 +166,9 @@ func passthroughText(globs []string) string {
 	return ", plus " + strings.Join(globs, ", ")
 }
 
-const descriptionTail = `A command that outlives its timeout (default 120 seconds, at most 3600) is killed with every process it started, and processes it leaves running in the background are stopped when it exits. For long-running work (a server, a long build or test run) set background: true: the call returns a task id at once, and when the task ends its outcome and output are reported to you in a turn of their own.
+const descriptionTail = `Past its timeout (default 120 seconds, at most 3600) a command is killed with every process it started; what it leaves running in the background is stopped when it exits. For long work (a server, a long build or test run) set background: true: you get a task id at once, and its outcome and output in a turn of their own when it ends.
 
-Large output is cut; the whole of it is saved to a scratchpad file, named in the result, that file_read can read.`
+Large output is cut and saved whole to a scratchpad file named in the result, for file_read.`
 
 var schema = json.RawMessage(`{
   "type": "object",

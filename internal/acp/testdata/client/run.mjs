@@ -443,6 +443,46 @@ const scenarios = {
     check(textOf(updatesOf(id, responseIndex("session/prompt", 0)).filter((u) => u.sessionUpdate === "agent_message_chunk")) === "after the stop", "the second turn's reply");
   },
 
+  // Skills: the palette lists them (a built-in's name cannot shadow it), a
+  // skill installed mid-session shows up at the next prompt, /name invokes
+  // one, other slashes pass through, load replays the command as typed,
+  // and skill_write's change comes as a diff of its file.
+  async skills(ctx, { state }) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    const palette = () => { const u = of(state, id, "available_commands_update"); return u[u.length - 1]?.availableCommands ?? []; };
+    const names = () => palette().map((c) => c.name);
+    const r1 = await prompt(ctx, id, "/deploy to staging");
+    check(r1.stopReason === "end_turn", `deploy: ${r1.stopReason}`);
+    const skipped = of(state, id, "notice").find((u) => u.title === `Skill skipped: ${ws}/.agents/skills/broken/SKILL.md`);
+    check(skipped?.severity === "warning" && skipped.description.includes("must start with a --- line"), `skipped skill notice ${JSON.stringify(of(state, id, "notice"))}`);
+    // The palette sent after session/new and again at the top of the prompt.
+    check(of(state, id, "available_commands_update").length === 2, "palette updates");
+    check(JSON.stringify(names()) === '["status","mcp","usage","deploy"]', `palette ${JSON.stringify(names())}`);
+    check(palette().find((c) => c.name === "deploy")?.input?.hint === "additional context (optional)", "input hint");
+    check(palette().find((c) => c.name === "status")?.description.startsWith("Show the session"), "a skill shadowed /status");
+    await prompt(ctx, id, "/usr/lib is where?");
+    await prompt(ctx, id, "/nonexistent thing");
+    const before = of(state, id, "agent_message_chunk").length;
+    await prompt(ctx, id, "/status");
+    const status = textOf(of(state, id, "agent_message_chunk").slice(before));
+    check(status.includes(`Instructions: ${ws}/AGENTS.md (`), `status: ${status}`);
+    mkdirSync(join(ws, ".agents/skills/late"), { recursive: true });
+    writeFileSync(join(ws, ".agents/skills/late/SKILL.md"), "---\nname: late\ndescription: Installed mid-session.\n---\nLATE-BODY\n");
+    const r2 = await prompt(ctx, id, "write a skill");
+    check(names().includes("late"), `palette not refreshed: ${JSON.stringify(names())}`);
+    check(r2.stopReason === "end_turn", "skill_write turn");
+    const done = of(state, id, "tool_call_update").find((u) => u.status === "completed");
+    const diff = done?.content?.find((c) => c.type === "diff");
+    check(diff && diff.path.endsWith("/skills/notes/SKILL.md") && diff.newText.includes("NOTES-BODY") && (diff.oldText ?? "") === "",
+      `skill_write diff ${JSON.stringify(done)}`);
+    await ctx.request(acp.methods.agent.session.close, { sessionId: id });
+    const from = transcript.length;
+    await ctx.request(acp.methods.agent.session.load, { sessionId: id, cwd: ws, mcpServers: [] });
+    const users = updatesOf(id, from).filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content.text);
+    check(users[0] === "/deploy to staging" && !users.join("").includes("DEPLOY-BODY"), `replay ${JSON.stringify(users)}`);
+  },
+
   async setmode(ctx, { state, client }) {
     await init(ctx, { fs: { readTextFile: true, writeTextFile: true } });
     const { sessionId: id } = await newSession(ctx);

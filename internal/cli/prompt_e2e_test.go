@@ -1,0 +1,107 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"meka.dev/meka/model/modeltest"
+	"meka.dev/meka/model/script"
+)
+
+// A trivial prompt costs one model request, and the first request of a
+// session, with every built-in tool offered and no skill or MCP server, is
+// at most 15 KB.
+func TestFirstRequestBudget(t *testing.T) {
+	s, err := script.Parse([]byte(`{"rounds":[{"text":"hi."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1")
+	out, errOut, code := run(t, t.TempDir(), env, "--oneshot", "--permission", "unrestricted", "hi")
+	if code != 0 || out != "hi.\n" {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests for a trivial prompt", len(reqs))
+	}
+	var body struct {
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(reqs[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range body.Tools {
+		names = append(names, tl.Function.Name)
+	}
+	for _, want := range []string{"file_read", "file_edit", "shell_execute", "skill_write"} {
+		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
+			t.Errorf("tool %s not offered: %v", want, names)
+		}
+	}
+	if n := len(reqs[0].Body); n > 15*1024 {
+		t.Errorf("first request is %d bytes, over 15 KB", n)
+	}
+	t.Logf("first request: %d bytes, %d tools", len(reqs[0].Body), len(names))
+}
+
+// /name on the one-shot prompt invokes the skill; -v names the
+// instruction files loaded.
+func TestOneshotSkillAndInstructions(t *testing.T) {
+	s, err := script.Parse([]byte(`{"rounds":[{"text":"deployed."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	work, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"AGENTS.md":                      "PROJECT-RULES\n",
+		".agents/skills/deploy/SKILL.md": "---\nname: deploy\ndescription: Deploy the app.\n---\nDEPLOY-BODY\n",
+		".meka/skills/bad/SKILL.md":      "---\nname: other\ndescription: x\n---\n",
+	} {
+		p := filepath.Join(work, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1")
+	out, errOut, code := run(t, work, env, "-v", "--oneshot", "/deploy to staging")
+	if code != 0 || out != "deployed.\n" {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "[meka] instructions: "+filepath.Join(work, "AGENTS.md")+" (14 bytes)") {
+		t.Errorf("stderr does not name the instructions: %q", errOut)
+	}
+	if !strings.Contains(errOut, "Skill skipped: "+filepath.Join(work, ".meka/skills/bad/SKILL.md")) {
+		t.Errorf("stderr does not name the skipped skill: %q", errOut)
+	}
+	body := srv.Requests()[0].Body
+	for _, want := range []string{"PROJECT-RULES", `/deploy to staging\n[Skill deploy`, "DEPLOY-BODY"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("request lacks %q: %s", want, body)
+		}
+	}
+	// Stored as typed: the transcript shows the command, not the body.
+	list, _, _ := run(t, work, env, "sessions", "list")
+	id := strings.Fields(strings.Split(list, "\n")[1])[0]
+	show, _, _ := run(t, work, env, "sessions", "show", id)
+	if !strings.Contains(show, "user: /deploy to staging") || strings.Contains(show, "DEPLOY-BODY") {
+		t.Errorf("sessions show:\n%s", show)
+	}
+}
