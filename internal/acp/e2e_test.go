@@ -142,7 +142,9 @@ var scenarios = []scenario{
 		{"tool_calls": [{"id": "sh", "name": "shell_execute", "arguments": {"command": "` + shellCmd + `"}}]}, {"text": "ran"}]`},
 	{name: "fs", level: "workspace", rounds: `[
 		{"tool_calls": [{"id": "e1", "name": "file_edit", "arguments": {"path": "proj/a.txt", "old": "buffer", "new": "edited"}}]}, {"text": "1"},
-		{"tool_calls": [{"id": "e2", "name": "file_edit", "arguments": {"path": "other.txt", "old": "disk", "new": "changed"}}]}, {"text": "2"}]`},
+		{"tool_calls": [{"id": "e2", "name": "file_edit", "arguments": {"path": "other.txt", "old": "disk", "new": "changed"}}]}, {"text": "2"},
+		{"tool_calls": [{"id": "w1", "name": "file_write", "arguments": {"path": "proj/new.txt", "content": "created\n"}}]}, {"text": "3"},
+		{"tool_calls": [{"id": "w2", "name": "file_write", "arguments": {"path": "fresh.txt", "content": "fresh\n"}}]}, {"text": "4"}]`},
 	{name: "plan", level: "workspace", rounds: `[
 		{"tool_calls": [{"id": "p1", "name": "checklist_add", "arguments": {"items": [{"text": "Write the tests", "status": "in_progress"}]}}]},
 		{"tool_calls": [{"id": "p2", "name": "checklist_edit", "arguments": {"id": "c1", "status": "completed"}}]},

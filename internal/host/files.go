@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"meka.dev/meka/internal/sandbox"
@@ -34,6 +36,10 @@ const diskNote = "The editor does not serve this file, so it was written on disk
 // chooses a call's route by its read, so an edit is written back where it
 // was read from.
 type sessionFiles struct {
+	// roots are the session's workspace roots now: a new file inside them
+	// is created through the front door.
+	roots func() []string
+
 	mu    sync.Mutex // guards files
 	files Files
 	// parent, a sub-agent's parent's, serves when nothing is attached
@@ -112,6 +118,15 @@ func (s *sessionFiles) route(ctx context.Context, f Files, path string) ([]byte,
 		return data, fstool.Route{FS: frontDoorFS{f}}, nil
 	case errors.Is(err, ErrNotServed):
 		data, err := fstool.Disk{}.ReadFile(ctx, path)
+		if errors.Is(err, fs.ErrNotExist) && s.inRoots(path) {
+			// A client answers the read of a file that does not exist yet
+			// with ResourceNotFound too; creating it is still its business
+			// (its write policy, its buffers). Only its ResourceNotFound on
+			// the write sends the file to the disk. Outside the roots an
+			// editor answers the write with an error of its own, so such a
+			// file goes to the disk as before.
+			return nil, fstool.Route{FS: &newFile{f: f}}, err
+		}
 		return data, fstool.Route{FS: fstool.Disk{}, Note: diskNote}, err
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fstool.Route{FS: frontDoorFS{f}}, err
@@ -123,6 +138,75 @@ func (s *sessionFiles) route(ctx context.Context, f Files, path string) ([]byte,
 		return nil, fstool.Route{FS: frontDoorFS{f}}, fs.ErrNotExist
 	}
 	return nil, fstool.Route{}, err
+}
+
+// inRoots reports whether path lies in one of the session's workspace
+// roots.
+func (s *sessionFiles) inRoots(path string) bool {
+	if s.roots == nil {
+		return false
+	}
+	for _, r := range s.roots() {
+		if r != "" && (path == r || strings.HasPrefix(path, strings.TrimSuffix(r, string(filepath.Separator))+string(filepath.Separator))) {
+			return true
+		}
+	}
+	return false
+}
+
+// newFile is the route of a file that exists nowhere yet: created through
+// the front door, or on the disk when the front door answers the write
+// ErrNotServed, which its Note then says. One per call.
+type newFile struct {
+	f Files
+
+	mu     sync.Mutex // guards onDisk
+	onDisk bool
+}
+
+var (
+	_ fstool.Noter    = (*newFile)(nil)
+	_ fstool.Confined = (*newFile)(nil)
+)
+
+func (n *newFile) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return fstool.Disk{}.ReadFile(ctx, path)
+}
+
+func (n *newFile) ReadFileIn(ctx context.Context, path string, roots *sandbox.Roots) ([]byte, error) {
+	return fstool.Disk{}.ReadFileIn(ctx, path, roots)
+}
+
+func (n *newFile) WriteFile(ctx context.Context, path string, data []byte) error {
+	return n.write(ctx, path, data, func() error { return fstool.Disk{}.WriteFile(ctx, path, data) })
+}
+
+func (n *newFile) WriteFileIn(ctx context.Context, path string, data []byte, roots *sandbox.Roots) error {
+	return n.write(ctx, path, data, func() error { return fstool.Disk{}.WriteFileIn(ctx, path, data, roots) })
+}
+
+func (n *newFile) write(ctx context.Context, path string, data []byte, disk func() error) error {
+	err := n.f.WriteFile(ctx, path, data)
+	if !errors.Is(err, ErrNotServed) {
+		return err
+	}
+	if err := disk(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.onDisk = true
+	n.mu.Unlock()
+	return nil
+}
+
+// Note implements fstool.Noter.
+func (n *newFile) Note() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.onDisk {
+		return diskNote
+	}
+	return ""
 }
 
 // frontDoorFS is the route through the front door's Files.

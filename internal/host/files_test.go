@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,8 @@ type editor struct {
 	dir  string
 	buf  map[string]string
 	fail error
+	// declines answers writes outside dir ErrNotServed.
+	declines bool
 }
 
 func (e *editor) ReadFile(ctx context.Context, p string) ([]byte, error) {
@@ -41,6 +44,9 @@ func (e *editor) ReadFile(ctx context.Context, p string) ([]byte, error) {
 }
 
 func (e *editor) WriteFile(ctx context.Context, p string, data []byte) error {
+	if e.declines && filepath.Dir(p) != e.dir {
+		return host.ErrNotServed
+	}
 	e.buf[p] = string(data)
 	return nil
 }
@@ -114,6 +120,81 @@ func TestFilesRouteByRead(t *testing.T) {
 		t.Fatalf("detached again: %q %v", data, err)
 	}
 }
+
+// A file that exists nowhere yet, inside the session's roots, is created
+// through the front door even though it answered the read ErrNotServed
+// (ResourceNotFound); only ErrNotServed on the write puts it on disk, and
+// the route's note then says so. Outside the roots it goes to the disk.
+func TestNewFileThroughFrontDoor(t *testing.T) {
+	f := newFixture(t, `[]`)
+	s, files := filesOf(t, f)
+	router := files.(fstool.Router)
+	cwd := s.Meta().Cwd
+	ed := &editor{dir: filepath.Join(cwd, "served"), buf: map[string]string{}}
+	s.SetFiles(ed)
+
+	created := filepath.Join(cwd, "new.txt")
+	_, r, err := router.Route(t.Context(), created)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("route of a new file: %v", err)
+	}
+	if _, ok := r.FS.(fstool.Disk); ok {
+		t.Fatal("a new file inside the roots is routed to the disk")
+	}
+	if err := r.FS.WriteFile(t.Context(), created, []byte("new\n")); err != nil || ed.buf[created] != "new\n" {
+		t.Fatalf("not created through the front door: %v %q", err, ed.buf)
+	}
+	if _, err := os.Stat(created); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("the new file was also written on disk")
+	}
+	if n, ok := r.FS.(fstool.Noter); !ok || n.Note() != "" {
+		t.Fatal("a write the front door took carries a note")
+	}
+
+	// The front door declines the write too: the disk, said in the note.
+	ed.declines = true
+	declined := filepath.Join(cwd, "declined.txt")
+	_, r, _ = router.Route(t.Context(), declined)
+	if err := r.FS.WriteFile(t.Context(), declined, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(declined); err != nil || string(data) != "x" {
+		t.Fatalf("not on disk: %q %v", data, err)
+	}
+	if n, ok := r.FS.(fstool.Noter); !ok || !strings.Contains(n.Note(), "written on disk") {
+		t.Fatal("the disk fallback is not said")
+	}
+
+	// Another error on the write fails it.
+	ed.declines = false
+	boom := errors.New("the editor is read-only")
+	failing := &editor{dir: ed.dir, buf: map[string]string{}}
+	s.SetFiles(writeFailer{failing, boom})
+	other := filepath.Join(cwd, "other.txt")
+	_, r, _ = router.Route(t.Context(), other)
+	if err := r.FS.WriteFile(t.Context(), other, []byte("x")); !errors.Is(err, boom) {
+		t.Fatalf("write error: %v", err)
+	}
+	if _, err := os.Stat(other); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("a failed write fell back to the disk")
+	}
+
+	// Outside the roots: the disk, as before.
+	s.SetFiles(ed)
+	outside := filepath.Join(t.TempDir(), "out.txt")
+	_, r, _ = router.Route(t.Context(), outside)
+	if _, ok := r.FS.(fstool.Disk); !ok || r.Note == "" {
+		t.Fatalf("outside the roots: %T %q", r.FS, r.Note)
+	}
+}
+
+// writeFailer is an editor whose writes fail with err.
+type writeFailer struct {
+	*editor
+	err error
+}
+
+func (w writeFailer) WriteFile(context.Context, string, []byte) error { return w.err }
 
 func TestSweepIdle(t *testing.T) {
 	f := newFixture(t, `[{"text":"hi"}]`)

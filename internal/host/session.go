@@ -118,6 +118,10 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	extra, readable := h.roots()
 	wide := meta
 	wide.AdditionalDirs = mergeDirs(meta.Cwd, meta.AdditionalDirs, extra)
+	s.files.roots = func() []string {
+		m := s.Meta()
+		return append([]string{m.Cwd}, mergeDirs(m.Cwd, m.AdditionalDirs, extra)...)
+	}
 	s.tools = tool.NewRegistry(h.opts.Deny...)
 	s.tools.Allow(def.Tools...)
 	env := Env{SessionID: meta.ID, Meta: wide, Profile: prof, DataDir: s.dataDir, Level: s.Level,

@@ -56,6 +56,23 @@ type Route struct {
 	Note string
 }
 
+// A Noter is a route's FS whose note is known only once it has written,
+// such as a new file the editor declined to create, written on disk. Its
+// Note, when not empty, replaces the Route's.
+type Noter interface {
+	Note() string
+}
+
+// note is what a write through r says in its result.
+func (r Route) note() string {
+	if n, ok := r.FS.(Noter); ok {
+		if s := n.Note(); s != "" {
+			return s
+		}
+	}
+	return r.Note
+}
+
 // Router is an FS that serves a file from one of several places (an
 // editor's buffer, else the local disk). file_edit and file_write call
 // Route once per call and write through the route the read took.

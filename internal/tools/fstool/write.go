@@ -187,7 +187,7 @@ func (t *WriteTool) Run(ctx context.Context, call tool.Call) (tool.Result, error
 	} else {
 		msg = fmt.Sprintf("Created %s (%d lines).", disp, lines)
 	}
-	res.Content = tool.Text(withNote(msg, route.Note)).Content
+	res.Content = tool.Text(withNote(msg, route.note())).Content
 	return res, nil
 }
 
@@ -268,7 +268,7 @@ func (t *EditTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if n > 1 {
 		what = fmt.Sprintf("%d occurrences", n)
 	}
-	res.Content = tool.Text(withNote(fmt.Sprintf("Edited %s: replaced %s (+%d -%d lines).", disp, what, add, rem), route.Note)).Content
+	res.Content = tool.Text(withNote(fmt.Sprintf("Edited %s: replaced %s (+%d -%d lines).", disp, what, add, rem), route.note())).Content
 	return res, nil
 }
 

@@ -114,6 +114,7 @@ function makeClient(opts = {}) {
     })
     .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
       state.writes.push(params);
+      if (opts.served && !opts.served(params.path)) throw acp.RequestError.resourceNotFound(params.path);
       state.buffers.set(params.path, params.content);
       return {};
     })
@@ -343,6 +344,20 @@ const scenarios = {
     check(readFileSync(join(ws, "other.txt"), "utf8") === "changed\n", "ResourceNotFound did not fall back to the disk");
     const last = of(state, id, "tool_call_update").filter((u) => u.status === "completed").pop();
     check(JSON.stringify(last?.rawOutput ?? "").includes("disk"), `fallback not disclosed: ${JSON.stringify(last?.rawOutput)}`);
+    // A new file the client does not have either (ResourceNotFound on the
+    // read) is created through fs/write_text_file, past the disk.
+    await prompt(ctx, id, "create a file");
+    const created = join(ws, "proj/new.txt");
+    check(state.writes.some((w) => w.path === created && w.content === "created\n"), `new file not written through the client: ${JSON.stringify(state.writes.map((w) => w.path))}`);
+    check(!existsSync(created), "the new file was created on disk, past the client");
+    const made = of(state, id, "tool_call_update").filter((u) => u.status === "completed").pop();
+    check(!JSON.stringify(made?.rawOutput ?? "").includes("disk"), `a write the client took says disk: ${JSON.stringify(made?.rawOutput)}`);
+    // Only ResourceNotFound on the write itself sends it to the disk, said.
+    await prompt(ctx, id, "create another");
+    check(state.writes.some((w) => w.path === join(ws, "fresh.txt")), "the new file's write was not offered to the client");
+    check(readFileSync(join(ws, "fresh.txt"), "utf8") === "fresh\n", "ResourceNotFound on the write did not fall back to the disk");
+    const fell = of(state, id, "tool_call_update").filter((u) => u.status === "completed").pop();
+    check(JSON.stringify(fell?.rawOutput ?? "").includes("written on disk"), `disk fallback not disclosed: ${JSON.stringify(fell?.rawOutput)}`);
   },
 
   async plan(ctx, { state }) {
