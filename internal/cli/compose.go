@@ -94,6 +94,10 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		return nil, err
 	}
 	dataDir, _ := g.dataDirectory()
+	if dataDir != "" {
+		// Temporary files and shell temp dirs a crashed meka left behind.
+		_, _ = sandbox.CleanStale(filepath.Join(dataDir, "journal"), "", g.now())
+	}
 	log := g.logger()
 	sc, err := g.newScheduling(cfg, db)
 	if err != nil {
@@ -106,7 +110,7 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 	h, err := host.New(host.Options{
 		Store:       db.Sessions(),
 		Profiles:    func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
-		Tools:       builtinTools(cfg, g.mekaState(dataDir)),
+		Tools:       builtinTools(cfg, g.mekaState(dataDir), dataDir),
 		Extensions:  append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents))...),
 		Definitions: definitions(agents),
 		Deny:        cfg.Tools.Deny,

@@ -25,7 +25,8 @@ import (
 // builtinTools builds the file and shell tools of a session. protected
 // are meka's own config and data paths, read-only to both even inside a
 // writable root.
-func builtinTools(cfg *config.Config, protected []string) func(env host.Env) ([]tool.Tool, error) {
+// dataDir's journal notes the temporary files of atomic writes.
+func builtinTools(cfg *config.Config, protected []string, dataDir string) func(env host.Env) ([]tool.Tool, error) {
 	scrub := keyVariables(cfg)
 	return func(env host.Env) ([]tool.Tool, error) {
 		roots, err := sandbox.NewRoots(env.Meta.Cwd, env.Meta.AdditionalDirs, env.ReadableDirs)
@@ -33,6 +34,15 @@ func builtinTools(cfg *config.Config, protected []string) func(env host.Env) ([]
 			return nil, err
 		}
 		roots = roots.Protect(protected...)
+		running := ""
+		if env.DataDir != "" {
+			// Whoever held the session before and died left these running.
+			running = filepath.Join(env.DataDir, "running")
+			_, _ = sandbox.KillRecorded(running)
+		}
+		if dataDir != "" {
+			roots = roots.Journal(filepath.Join(dataDir, "journal"))
+		}
 		scratch := ""
 		if env.DataDir != "" {
 			scratch = filepath.Join(env.DataDir, "scratch")
@@ -59,6 +69,7 @@ func builtinTools(cfg *config.Config, protected []string) func(env host.Env) ([]
 			EnvPassthrough: cfg.Permissions.EnvPassthrough,
 			Network:        cfg.Permissions.Network,
 			Protected:      protected,
+			RunningDir:     running,
 		})
 		return append(tools, shell), nil
 	}

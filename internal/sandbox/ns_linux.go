@@ -235,3 +235,10 @@ func dropCaps() error {
 	}
 	return nil
 }
+
+// processAlive reports whether pid runs; a process of another user that
+// refuses the probe counts as running.
+func processAlive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}

@@ -63,3 +63,8 @@ func HideEnv(names []string) (map[string]string, error) {
 	}
 	return values, nil
 }
+
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	return err == nil && p != nil
+}

@@ -66,6 +66,8 @@ type Roots struct {
 	// protected stay read-only inside the writable roots: each root's
 	// .git/hooks and .git/config, and what Protect adds.
 	protected []string
+	// journal is where atomic writes note their temporary files.
+	journal string
 }
 
 // NewRoots canonicalises cwd and the additional directories. A directory

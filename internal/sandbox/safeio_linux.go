@@ -163,6 +163,9 @@ func (o opener) writeFileAtomic(path string, data []byte, roots *Roots) (err err
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// Noted before it exists, forgotten once renamed or removed: a crash
+	// in between leaves a note the next start cleans up after.
+	defer roots.noteTemp(filepath.Join(filepath.Dir(canon), tmp))()
 	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -80,6 +80,10 @@ type Options struct {
 	// writable root: meka's config and data directories. Each root's
 	// .git/hooks and .git/config are protected as well.
 	Protected []string
+	// RunningDir is where the process groups of running commands are
+	// noted, so that the next holder of the session kills what this one
+	// left running if it dies (sandbox.KillRecorded); empty notes none.
+	RunningDir string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Available reports the backend that confines a mode with the
@@ -346,7 +350,7 @@ func (t *Tool) background(a args, cwd string, env []string, mode sandbox.Mode, w
 
 func (t *Tool) foreground(ctx context.Context, call tool.Call, timeout time.Duration, spec sandbox.Spec) (tool.Result, error) {
 	if spec.Mode != sandbox.Unrestricted {
-		tmp, err := os.MkdirTemp("", "meka-shell-")
+		tmp, err := sandbox.MkShellTemp()
 		if err != nil {
 			return tool.Result{}, fmt.Errorf("run shell_execute: %w", err)
 		}
@@ -392,7 +396,9 @@ func (t *Tool) foreground(ctx context.Context, call tool.Call, timeout time.Dura
 		stopLive()
 		return tool.Errorf("shell_execute could not start the command: %v", err), nil
 	}
+	forget := sandbox.RecordGroup(t.opts.RunningDir, run.Pid())
 	werr := run.Wait()
+	forget()
 	stopLive() // the last Output call happens before Run returns
 
 	st := State{ExitCode: -1, Sandbox: spec.Backend}
