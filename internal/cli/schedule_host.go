@@ -204,14 +204,23 @@ func (f *hostFirer) Fire(ctx context.Context, id string, fr schedule.Firing) (bo
 		}
 		return false, err
 	}
-	if err != nil || res.Stop == agent.StopFailed {
-		s.Announce(session.Notice{Severity: session.SeverityWarning,
-			Title: "Scheduled job " + fr.JobID + " failed", Description: fmt.Sprint(err)})
-	}
+	withdrawn := false
 	if res.Stop == agent.StopFailed && fr.Withdraw && !toolRan {
 		if werr := s.Withdraw(context.WithoutCancel(ctx), res.Turn); werr != nil {
 			err = errors.Join(err, fmt.Errorf("withdraw the prompt: %w", werr))
+		} else {
+			withdrawn = true
 		}
+	}
+	if err != nil || res.Stop == agent.StopFailed {
+		// A front door that printed the prompt cannot un-print it, so the
+		// notice says it was taken back.
+		desc := fmt.Sprint(err)
+		if withdrawn {
+			desc += "; its prompt was withdrawn from the log and the job runs again at its next time"
+		}
+		s.Announce(session.Notice{Severity: session.SeverityWarning,
+			Title: "Scheduled job " + schedule.ShortID(fr.JobID) + " failed", Description: desc})
 	}
 	return true, err
 }

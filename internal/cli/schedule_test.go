@@ -478,7 +478,8 @@ func TestFailedScheduledTurnWithdrawsRecurringPrompt(t *testing.T) {
 		t.Errorf("jobs after the failed turns: %+v", left)
 	}
 	// Each failure reached the front doors as a warning naming its job.
-	if len(warnings) != 2 || !strings.Contains(warnings[0], "Scheduled job ") || !strings.Contains(warnings[0], "provider down") {
+	if len(warnings) != 2 || !strings.Contains(warnings[0], "Scheduled job ") || !strings.Contains(warnings[0], "provider down") ||
+		!strings.Contains(strings.Join(warnings, "\n"), "withdrawn") {
 		t.Errorf("warnings: %q", warnings)
 	}
 }
