@@ -285,3 +285,35 @@ func TestLongReportGoesToTheScratchpad(t *testing.T) {
 		t.Errorf("scratchpad file %s: %d bytes, %v; want the whole report", path, len(whole), err)
 	}
 }
+
+// A followup refused at its checks (here, its schema) is never waited on:
+// the steer of the same round finds the sub-agent idle and says so.
+func TestSteerOfAnIdleChildIsRefused(t *testing.T) {
+	f := newFixture(t, `[
+	 {"tool_calls":[{"id":"s1","name":"agent_spawn","arguments":{"task":"work"}}]},
+	 {"text":"spawned"}]`, map[string]string{"work": `[{"text":"ready"}]`})
+	p := f.parent()
+	if _, err := p.Prompt(t.Context(), model.Text{Text: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	kid := f.children(p.ID())[0]
+	f.model.parent = parse(t, strings.ReplaceAll(`[
+	 {"tool_calls":[{"id":"f1","name":"agent_followup","arguments":{"agent_id":"AGENT","task":""}},
+	                {"id":"t1","name":"agent_steer","arguments":{"agent_id":"AGENT","text":"use tabs"}}]},
+	 {"text":"done"}]`, "AGENT", kid.ID))
+	if _, err := p.Prompt(t.Context(), model.Text{Text: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range results(f.rows(p.ID())) {
+		switch tr.CallID {
+		case "f1":
+			if tr.Status != session.StatusRefused {
+				t.Errorf("followup with an empty task = %s", tr.Status)
+			}
+		case "t1":
+			if tr.Status != session.StatusError || !strings.Contains(text(tr.Content), "is idle") {
+				t.Errorf("steer of an idle sub-agent = %s %q", tr.Status, text(tr.Content))
+			}
+		}
+	}
+}

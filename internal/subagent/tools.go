@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,10 +49,12 @@ func (s *set) observe(ev agent.Event) {
 	if !ok || st.Name != FollowupName {
 		return
 	}
-	var a struct {
-		AgentID string `json:"agent_id"`
-	}
-	if json.Unmarshal(st.Arguments, &a) != nil || a.AgentID == "" {
+	// Only a call the engine will run counts, so a steer never waits on
+	// one refused at its checks: its arguments must pass the schema.
+	var a followupArgs
+	dec := json.NewDecoder(bytes.NewReader(st.Arguments))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&a) != nil || a.AgentID == "" || a.Task == "" {
 		return
 	}
 	s.mu.Lock()
