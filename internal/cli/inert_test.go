@@ -21,12 +21,6 @@ reasoning_effort = "high"
 
 [tools]
 max_completion_nudges = 4
-
-[serve]
-listen = "127.0.0.1:9999"
-
-[mcp.servers.fs]
-command = "mcp-fs"
 `), 0o600)
 	out, errOut, code := c.meka("", "--config", cfg, "--oneshot", "hi")
 	if code != 0 || out != "Hello.\n" {
@@ -38,7 +32,6 @@ command = "mcp-fs"
 	for _, want := range []string{
 		cfg + ":4: profiles.demo.reasoning_effort does nothing yet",
 		cfg + ":7: tools.max_completion_nudges does nothing yet",
-		cfg + ":12: mcp does nothing yet",
 	} {
 		if strings.Count(errOut, want) != 1 {
 			t.Errorf("stderr lacks %q once:\n%s", want, errOut)
