@@ -44,6 +44,7 @@ type turnInfo struct {
 	LastEventID  int64        `json:"last_event_id,omitempty"`
 
 	number int64         // the engine's turn number
+	own    bool          // started by this server, which ends it
 	done   chan struct{} // closed when the turn ended
 }
 
@@ -135,13 +136,25 @@ func (a *attached) turnStarted(ev agent.TurnStarted) {
 	}
 }
 
+// turnEnded ends a turn the server did not start (a job, a report); a
+// client's turn ends when its Run returns, so that a client reacting to
+// turn.completed finds the session free.
 func (a *attached) turnEnded(res agent.Result) {
 	a.mu.Lock()
 	t := a.current
-	a.current = nil
-	if t == nil {
+	if t == nil || t.own {
 		a.mu.Unlock()
 		return
+	}
+	a.mu.Unlock()
+	a.finish(t, res)
+}
+
+// finish records a turn's end.
+func (a *attached) finish(t *turnInfo, res agent.Result) {
+	a.mu.Lock()
+	if a.current == t {
+		a.current = nil
 	}
 	now := a.srv.opts.Now().UTC()
 	t.EndedAt = &now

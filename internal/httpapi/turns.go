@@ -161,25 +161,27 @@ func (a *attached) start(msg session.UserMessage) (*turnInfo, error) {
 		return nil, agent.ErrBusy
 	}
 	t := &turnInfo{ID: uuid.Must(uuid.NewV7()).String(), SessionID: a.s.ID(), Source: "client", Status: "running",
-		StartedAt: a.srv.opts.Now().UTC(), done: make(chan struct{})}
+		StartedAt: a.srv.opts.Now().UTC(), done: make(chan struct{}), own: true}
 	a.turns[t.ID] = t
 	a.next = t
 	a.mu.Unlock()
 	go func() {
-		_, err := a.s.Run(context.Background(), msg)
-		if err != nil && errors.Is(err, agent.ErrBusy) {
-			// Another turn (a job, a report) won the session first.
-			a.mu.Lock()
-			if a.next == t {
-				a.next = nil
-			}
-			now := a.srv.opts.Now().UTC()
-			t.Status, t.StopReason, t.EndedAt = "failed", "failed", &now
-			p := problem{Status: http.StatusConflict, Code: "turn-in-flight", Title: "A turn is running in the session"}
-			t.Error = &p
-			close(t.done)
-			a.mu.Unlock()
+		res, err := a.s.Run(context.Background(), msg)
+		a.mu.Lock()
+		began := a.next != t
+		if !began {
+			a.next = nil
 		}
+		a.mu.Unlock()
+		if !began {
+			// The engine never started it: another turn (a job, a report)
+			// won the session first, or the session closed.
+			res = agent.Result{Stop: agent.StopFailed, Err: err}
+			if errors.Is(err, agent.ErrBusy) {
+				res.Err = errBusyTurn
+			}
+		}
+		a.finish(t, res)
 	}()
 	return t, nil
 }
@@ -284,6 +286,8 @@ func (srv *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"inbox_id": id, "turn_id": t.ID, "delivery": "started"})
 }
+
+var errBusyTurn = errors.New("another turn took the session first")
 
 // turnProblem is a failed turn's error as clients may see it: the
 // provider's text only when relaying is on, capped.

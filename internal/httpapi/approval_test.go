@@ -1,0 +1,110 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"meka.dev/meka/model"
+)
+
+// An approval over HTTP: requested on the feed, listed, answered once (a
+// second answer is 409), and a steer sent meanwhile reaches the model in
+// the next request. Profile changes wait for the turn to end.
+func TestApprovalSteerAndPatchMidTurn(t *testing.T) {
+	h := newHarness(t, `[
+	 {"tool_calls":[{"id":"w","name":"file_write","arguments":{"path":"out.txt","content":"x"}}]},
+	 {"text":"Wrote it."}]`)
+	var s sessionRec
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd, "permission": "read", "approvals": true}, http.StatusCreated, &s)
+	next := h.stream("/v1/sessions/"+s.ID+"/events?after=0", "")
+	key := []string{"Idempotency-Key", "k-1"}
+	body := map[string]any{"input": []map[string]string{{"type": "text", "text": "write out.txt"}}}
+	code, first, _ := h.do("POST", "/v1/sessions/"+s.ID+"/turns", body, key...)
+	if code != http.StatusAccepted {
+		t.Fatalf("start: %d %s", code, first)
+	}
+	// The same key again replays the answer; another body is refused.
+	code, again, hdr := h.do("POST", "/v1/sessions/"+s.ID+"/turns", body, key...)
+	if code != http.StatusAccepted || string(again) != string(first) || hdr.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %s %v", code, again, hdr)
+	}
+	if code, b, _ := h.do("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "other"}}}, key...); code != http.StatusUnprocessableEntity {
+		t.Fatalf("reused key: %d %s", code, b)
+	}
+
+	var aid string
+	for aid == "" {
+		f, ok := next()
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		if f.Type == "approval.requested" {
+			aid, _ = f.Data["approval_id"].(string)
+			if f.Data["title"] == "" || f.Data["tool"] != "file_write" {
+				t.Fatalf("approval %+v", f.Data)
+			}
+		}
+	}
+	var list struct{ Items []struct{ ApprovalID string `json:"approval_id"` } }
+	h.json("GET", "/v1/sessions/"+s.ID+"/approvals", nil, http.StatusOK, &list)
+	if len(list.Items) != 1 || list.Items[0].ApprovalID != aid {
+		t.Fatalf("pending: %+v", list)
+	}
+	// Mid-turn: the profile is refused and nothing changes; a steer is queued.
+	if code, b, _ := h.do("PATCH", "/v1/sessions/"+s.ID, map[string]any{"profile": "test"}); code != http.StatusConflict || !strings.Contains(string(b), "turn-in-flight") {
+		t.Fatalf("patch mid-turn: %d %s", code, b)
+	}
+	var steer struct{ Delivery string }
+	h.json("POST", "/v1/sessions/"+s.ID+"/inbox", map[string]any{"text": "also say hello"}, http.StatusAccepted, &steer)
+	if steer.Delivery != "queued" {
+		t.Fatalf("steer %+v", steer)
+	}
+	h.json("POST", "/v1/sessions/"+s.ID+"/approvals/"+aid, map[string]string{"decision": "allow"}, http.StatusOK, nil)
+	if code, b, _ := h.do("POST", "/v1/sessions/"+s.ID+"/approvals/"+aid, map[string]string{"decision": "deny"}); code != http.StatusConflict || !strings.Contains(string(b), "allow") {
+		t.Fatalf("second answer: %d %s", code, b)
+	}
+	for {
+		f, ok := next()
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		if f.Type == "turn.completed" {
+			if f.Data["status"] != "completed" {
+				t.Fatalf("turn %+v", f.Data)
+			}
+			break
+		}
+	}
+	if _, err := os.ReadFile(filepath.Join(h.cwd, "out.txt")); err != nil {
+		t.Fatalf("the approved write: %v", err)
+	}
+	reqs := h.prov.Requests()
+	if len(reqs) != 2 || !strings.Contains(messagesText(reqs[1]), "also say hello") {
+		t.Fatalf("the steer did not reach the second request")
+	}
+	// Idle again: a steer without a turn is refused unless asked to start.
+	if code, _, _ := h.do("POST", "/v1/sessions/"+s.ID+"/inbox", map[string]any{"text": "hi"}); code != http.StatusConflict {
+		t.Fatalf("idle steer: %d", code)
+	}
+	// A level not known is refused, the row unchanged.
+	if code, _, _ := h.do("PATCH", "/v1/sessions/"+s.ID, map[string]any{"permission": "root"}); code != http.StatusUnprocessableEntity {
+		t.Fatalf("bad level: %d", code)
+	}
+	var rec struct{ Permission string }
+	h.json("PATCH", "/v1/sessions/"+s.ID, map[string]any{"permission": "workspace"}, http.StatusOK, &rec)
+	if rec.Permission != "workspace" {
+		t.Fatalf("level after patch: %+v", rec)
+	}
+}
+
+func messagesText(r *model.Request) string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		b.WriteString(m.Text())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
