@@ -5,15 +5,18 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"golang.org/x/image/bmp"
 	"image"
-	"meka.dev/meka/internal/acp/jsonrpc"
+	"iter"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"golang.org/x/image/bmp"
+
+	"meka.dev/meka/internal/acp/jsonrpc"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
@@ -184,13 +187,64 @@ func TestNoticesWithoutCapability(t *testing.T) {
 	}
 }
 
+// TestRelayPolicyWithholds: with relay_provider_errors off, neither the
+// provider's text nor a connection error naming base_url reaches the
+// client: not in the prompt's error, not in the failed turn's notice, not
+// in that notice replayed by session/load. The notice is a warning.
 func TestRelayPolicyWithholds(t *testing.T) {
-	h := newHarness(t, harnessOptions{rounds: `[{"error":{"status":400,"body":"account 1234 over quota"}}]`})
-	id := h.newSession()
-	e := h.callErr("session/prompt", PromptRequest{SessionID: id, Prompt: []ContentBlock{TextBlock("x")}})
-	if e.Code != -32603 || strings.Contains(string(e.Data), "1234") || !strings.Contains(string(e.Data), "log") {
-		t.Fatalf("withheld: %d %s", e.Code, e.Data)
+	for _, tc := range []struct {
+		name   string
+		prov   model.Provider
+		rounds string
+		secret string
+	}{
+		{name: "provider text", rounds: `[{"error":{"status":400,"body":"account 1234 over quota"}}]`, secret: "1234"},
+		{name: "connection error", secret: "10.9.8.7", prov: failingProvider{&model.Error{Provider: "openai",
+			Err: errors.New(`Post "http://10.9.8.7:8080/v1/chat/completions": dial tcp 10.9.8.7:8080: connect: connection refused`)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, harnessOptions{rounds: tc.rounds, provider: tc.prov})
+			id := h.newSession()
+			h.sync()
+			h.take()
+			e := h.callErr("session/prompt", PromptRequest{SessionID: id, Prompt: []ContentBlock{TextBlock("x")}})
+			if e.Code != -32603 || strings.Contains(string(e.Data), tc.secret) || !strings.Contains(string(e.Data), "log") {
+				t.Fatalf("withheld: %d %s", e.Code, e.Data)
+			}
+			failed := func(what string, ns []SessionNotification) {
+				t.Helper()
+				var found bool
+				for _, n := range ns {
+					if u, ok := n.Update.(NoticeUpdate); ok && u.Title == "The turn failed" {
+						found = true
+						if u.Severity != "warning" || strings.Contains(u.Description, tc.secret) || !strings.Contains(u.Description, "log") {
+							t.Errorf("%s notice: %+v", what, u)
+						}
+					}
+					if b, _ := json.Marshal(n); strings.Contains(string(b), tc.secret) {
+						t.Errorf("%s: %s", what, b)
+					}
+				}
+				if !found {
+					t.Errorf("%s: no failure notice in %v", what, tags(ns))
+				}
+			}
+			failed("live", h.take())
+			h.call("session/close", SessionIDRequest{SessionID: id}, nil)
+			h.call("session/load", LoadSessionRequest{SessionID: id, Cwd: h.cwd, McpServers: []json.RawMessage{}}, nil)
+			h.sync()
+			failed("replayed", h.take())
+		})
 	}
+}
+
+// failingProvider fails every request with err.
+type failingProvider struct{ err error }
+
+func (failingProvider) Name() string { return "openai" }
+
+func (p failingProvider) Stream(context.Context, *model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) { yield(nil, p.err) }
 }
 
 // onePixelPNG is a valid 70-byte PNG, which the image pipeline passes
