@@ -105,9 +105,6 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 		return err
 	}
 	defer a.close(context.WithoutCancel(ctx))
-	if a.db.feed == nil {
-		return usageError("meka serve keeps its event feed in the SQLite store; with [store] url set it cannot run yet")
-	}
 	dir, err := g.dataDirectory()
 	if err != nil {
 		return err

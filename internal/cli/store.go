@@ -64,7 +64,7 @@ func (g *globals) openDB(ctx context.Context, cfg *config.Config) (*database, er
 		return nil, err
 	}
 	if url != "" {
-		return openPostgres(ctx, url, postgres.Options{Logger: g.logger()})
+		return openPostgres(ctx, url, postgres.Options{Logger: g.logger(), Feed: pgRowFeed})
 	}
 	dir, err := g.dataDirectory()
 	if err != nil {
@@ -132,6 +132,45 @@ func openPostgres(ctx context.Context, url string, opts postgres.Options) (*data
 		schedules:  pgstore.New(db.Schedules()),
 		leaseClock: db.Now,
 		wake:       db.WatchJobs,
+		feed:       pgFeed{db.Feed()},
 		close:      db.Close,
 	}, nil
+}
+
+// pgRowFeed is rowFeed for the PostgreSQL store.
+func pgRowFeed(sessionID string, rows []session.Row) []postgres.FeedEntry {
+	es := httpapi.RowEvents(sessionID, rows)
+	out := make([]postgres.FeedEntry, len(es))
+	for i, e := range es {
+		out[i] = postgres.FeedEntry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}
+	}
+	return out
+}
+
+// pgFeed adapts the PostgreSQL feed to httpapi.FeedStore.
+type pgFeed struct{ f *postgres.Feed }
+
+func (s pgFeed) Append(ctx context.Context, entries []httpapi.Entry) ([]httpapi.Event, error) {
+	in := make([]postgres.FeedEntry, len(entries))
+	for i, e := range entries {
+		in[i] = postgres.FeedEntry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}
+	}
+	evs, err := s.f.Append(ctx, in)
+	return pgFeedEvents(evs), err
+}
+
+func (s pgFeed) After(ctx context.Context, after int64, sessionID string, limit int) ([]httpapi.Event, error) {
+	evs, err := s.f.After(ctx, after, sessionID, limit)
+	return pgFeedEvents(evs), err
+}
+
+func (s pgFeed) Bounds(ctx context.Context) (int64, int64, error) { return s.f.Bounds(ctx) }
+func (s pgFeed) Changed() <-chan struct{}                         { return s.f.Changed() }
+
+func pgFeedEvents(evs []postgres.FeedEvent) []httpapi.Event {
+	out := make([]httpapi.Event, len(evs))
+	for i, e := range evs {
+		out[i] = httpapi.Event{ID: e.ID, Entry: httpapi.Entry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}, Time: e.Time}
+	}
+	return out
 }

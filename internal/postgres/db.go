@@ -59,6 +59,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// MaxConns bounds the pool; zero means pgxpool's default.
 	MaxConns int32
+	// Feed, when set, maps appended rows to feed events, stored in the
+	// transaction that stores the rows.
+	Feed FeedOf
 	// Logger receives warnings from background work (lock refreshes,
 	// the notification listener); nil discards them.
 	Logger *slog.Logger
@@ -80,6 +83,9 @@ type DB struct {
 	locks  map[*Lock]struct{} // held locks, released by Close
 	held   map[string]*Lock   // session id → the lock this DB holds on it, which fences its appends
 	stop   []func()           // stops the listeners
+
+	feedMu sync.Mutex    // guards feedCh
+	feedCh chan struct{} // closed at the next feed commit; nil when nobody waits
 }
 
 // Open connects to the database at url (a postgres:// URL or a libpq

@@ -112,6 +112,20 @@ CREATE TABLE schedule_fired (
 	{5, "sub-agent call", `
 ALTER TABLE sessions ADD COLUMN parent_call_id text NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN agent text NOT NULL DEFAULT '';`},
+	{6, "feed", `
+-- The durable event feed: one row per event a live client may be sent,
+-- ids increasing in commit order (writers hold an advisory lock, see
+-- feed.go).
+CREATE TABLE feed (
+	id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	session_id text NOT NULL DEFAULT '',
+	turn       bigint NOT NULL DEFAULT 0,
+	type       text NOT NULL,
+	data       text NOT NULL, -- the event's JSON
+	time       timestamptz NOT NULL
+);
+CREATE INDEX feed_by_session ON feed (session_id, id);
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

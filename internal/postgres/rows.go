@@ -64,6 +64,8 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 
 	now := db.now()
 	var first int64
+	out := make([]session.Row, len(rows))
+	fed := false
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
 		// One round trip for the three statements; the transaction undoes
 		// the last two when the guard refuses.
@@ -96,14 +98,27 @@ WHERE s.id = $1`, sessionID, len(rows), now, turns, kinds, payloads)
 		if _, err := res.Exec(); err != nil {
 			return err
 		}
-		return res.Close()
+		if err := res.Close(); err != nil {
+			return err
+		}
+		for i, r := range rows {
+			out[i] = session.Row{Seq: first + int64(i), Turn: r.Turn, Time: now, Entry: r.Entry}
+		}
+		if db.opts.Feed != nil {
+			if entries := db.opts.Feed(sessionID, out); len(entries) > 0 {
+				if _, err := db.insertFeed(ctx, tx, entries); err != nil {
+					return err
+				}
+				fed = true
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("append rows to %s: %w", sessionID, reach(err))
 	}
-	out := make([]session.Row, len(rows))
-	for i, r := range rows {
-		out[i] = session.Row{Seq: first + int64(i), Turn: r.Turn, Time: now, Entry: r.Entry}
+	if fed {
+		db.feedChanged()
 	}
 	return out, nil
 }

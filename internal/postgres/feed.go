@@ -1,0 +1,167 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"meka.dev/meka/session"
+)
+
+// feedLock is the advisory lock key that serializes feed writers ("feed"
+// in ASCII). A reader pages the feed by id, so ids must commit in order:
+// a writer takes its ids and commits while it holds the lock, and the
+// next one takes larger ids after that commit, as SQLite's single writer
+// does.
+const feedLock = 0x66656564
+
+// FeedEntry is an event to store in the feed.
+type FeedEntry struct {
+	SessionID string
+	Turn      int64
+	Type      string
+	Data      json.RawMessage
+}
+
+// FeedEvent is a stored event: an entry with its id and time.
+type FeedEvent struct {
+	ID int64
+	FeedEntry
+	Time time.Time
+}
+
+// FeedOf maps rows appended to a session to the feed events they cause;
+// Options.Feed sets it, and Append stores its events in the transaction
+// that stores the rows, so a row and its events commit together.
+type FeedOf func(sessionID string, rows []session.Row) []FeedEntry
+
+// Feed is the database's durable event feed, shared by every host.
+type Feed struct{ db *DB }
+
+// Feed returns the event feed.
+func (db *DB) Feed() *Feed { return &Feed{db} }
+
+// Append stores entries in one transaction and returns them stored.
+func (f *Feed) Append(ctx context.Context, entries []FeedEntry) ([]FeedEvent, error) {
+	if err := f.db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("append feed: %w", err)
+	}
+	var out []FeedEvent
+	err := f.db.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = f.db.insertFeed(ctx, tx, entries)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append feed: %w", reach(err))
+	}
+	f.db.feedChanged()
+	return out, nil
+}
+
+// insertFeed stores entries in tx, under the feed's lock.
+func (db *DB) insertFeed(ctx context.Context, tx pgx.Tx, entries []FeedEntry) ([]FeedEvent, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	now := db.now()
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, feedLock)
+	for _, e := range entries {
+		b.Queue(`INSERT INTO feed (session_id, turn, type, data, time) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+			e.SessionID, e.Turn, e.Type, string(e.Data), now)
+	}
+	res := tx.SendBatch(ctx, b)
+	defer res.Close()
+	if _, err := res.Exec(); err != nil {
+		return nil, fmt.Errorf("lock feed: %w", err)
+	}
+	out := make([]FeedEvent, 0, len(entries))
+	for _, e := range entries {
+		var id int64
+		if err := res.QueryRow().Scan(&id); err != nil {
+			return nil, fmt.Errorf("append feed %s: %w", e.Type, err)
+		}
+		out = append(out, FeedEvent{ID: id, FeedEntry: e, Time: now})
+	}
+	return out, res.Close()
+}
+
+// After returns up to limit events with an id above after, oldest first;
+// sessionID, when set, keeps that session's only.
+func (f *Feed) After(ctx context.Context, after int64, sessionID string, limit int) ([]FeedEvent, error) {
+	if err := f.db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("read feed: %w", err)
+	}
+	q := `SELECT id, session_id, turn, type, data, time FROM feed WHERE id > $1 ORDER BY id LIMIT $2`
+	args := []any{after, limit}
+	if sessionID != "" {
+		q = `SELECT id, session_id, turn, type, data, time FROM feed WHERE session_id = $3 AND id > $1 ORDER BY id LIMIT $2`
+		args = append(args, sessionID)
+	}
+	rows, err := f.db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read feed: %w", reach(err))
+	}
+	defer rows.Close()
+	var out []FeedEvent
+	for rows.Next() {
+		var e FeedEvent
+		var data string
+		if err := rows.Scan(&e.ID, &e.SessionID, &e.Turn, &e.Type, &data, &e.Time); err != nil {
+			return nil, fmt.Errorf("read feed: %w", err)
+		}
+		e.Data, e.Time = json.RawMessage(data), e.Time.UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read feed: %w", reach(err))
+	}
+	return out, nil
+}
+
+// Bounds returns the oldest and newest ids in the feed, 0 and 0 when it
+// is empty.
+func (f *Feed) Bounds(ctx context.Context) (oldest, newest int64, err error) {
+	if err := f.db.checkOpen(); err != nil {
+		return 0, 0, fmt.Errorf("read feed bounds: %w", err)
+	}
+	err = f.db.pool.QueryRow(ctx, `SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM feed`).Scan(&oldest, &newest)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read feed bounds: %w", reach(err))
+	}
+	return oldest, newest, nil
+}
+
+// Prune drops events older than before, keeping ids increasing.
+func (f *Feed) Prune(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := f.db.pool.Exec(ctx, `DELETE FROM feed WHERE time < $1`, micro(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune feed: %w", reach(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Changed returns a channel closed at the next commit of feed events by
+// this process; other hosts' commits are seen by reading again.
+func (f *Feed) Changed() <-chan struct{} {
+	f.db.feedMu.Lock()
+	defer f.db.feedMu.Unlock()
+	if f.db.feedCh == nil {
+		f.db.feedCh = make(chan struct{})
+	}
+	return f.db.feedCh
+}
+
+// feedChanged wakes the waiters of Changed.
+func (db *DB) feedChanged() {
+	db.feedMu.Lock()
+	defer db.feedMu.Unlock()
+	if db.feedCh != nil {
+		close(db.feedCh)
+		db.feedCh = nil
+	}
+}
