@@ -48,7 +48,11 @@ func TestApprovalSteerAndPatchMidTurn(t *testing.T) {
 			}
 		}
 	}
-	var list struct{ Items []struct{ ApprovalID string `json:"approval_id"` } }
+	var list struct {
+		Items []struct {
+			ApprovalID string `json:"approval_id"`
+		}
+	}
 	h.json("GET", "/v1/sessions/"+s.ID+"/approvals", nil, http.StatusOK, &list)
 	if len(list.Items) != 1 || list.Items[0].ApprovalID != aid {
 		t.Fatalf("pending: %+v", list)
