@@ -106,6 +106,10 @@ func (a *attached) event(ev agent.Event) {
 		a.srv.broadcast(id, "thought.delta", map[string]string{"text": ev.Text})
 	case agent.ToolCallOutput:
 		a.srv.broadcast(id, "tool.output", map[string]string{"call_id": ev.CallID, "chunk": ev.Chunk})
+	case agent.ToolCallProgress:
+		// A sub-agent's recent calls, whole: the frame replaces what the
+		// call shows rather than adding to it.
+		a.srv.broadcast(id, "tool.output", map[string]any{"call_id": ev.CallID, "progress": ev.Lines})
 	case agent.Usage:
 		a.srv.broadcast(id, "usage.updated", map[string]int{"used": ev.ContextTokens, "size": ev.Window})
 	case agent.TurnStarted:

@@ -78,6 +78,12 @@ func rowFeed(id string, rows []session.Row) []sqlite.FeedEntry {
 
 func newHarness(t *testing.T, rounds string) *harness {
 	t.Helper()
+	return newHarnessWith(t, rounds)
+}
+
+// newHarnessWith is newHarness with more extensions in every session.
+func newHarnessWith(t *testing.T, rounds string, more ...host.ExtensionFunc) *harness {
+	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meka.db"), sqlite.Options{Feed: rowFeed})
 	if err != nil {
 		t.Fatal(err)
@@ -99,9 +105,9 @@ func newHarness(t *testing.T, rounds string) *harness {
 			return host.Profile{Name: "test", Provider: h.prov, ContextWindow: 100000}, nil
 		},
 		Tools: func(env host.Env) ([]tool.Tool, error) { return fstool.New(fstool.Options{FS: env.Files}), nil },
-		Extensions: []host.ExtensionFunc{func(env host.Env) (host.Extension, error) {
+		Extensions: append([]host.ExtensionFunc{func(env host.Env) (host.Extension, error) {
 			return checklist.New(checklist.Options{Tasks: env.Tasks, Denied: env.Denied}).Compose(), nil
-		}},
+		}}, more...),
 		Permissions: host.Permissions{Default: permission.Workspace,
 			Enabled: []permission.Level{permission.Read, permission.Workspace, permission.Unrestricted}},
 		DataDir: t.TempDir(),
