@@ -1,8 +1,10 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -96,7 +98,7 @@ func (s *sessionFiles) WriteFile(ctx context.Context, path string, data []byte) 
 
 func (s *sessionFiles) WriteFileIn(ctx context.Context, path string, data []byte, roots *sandbox.Roots) error {
 	if f := s.attached(); f != nil {
-		return f.WriteFile(ctx, path, data)
+		return editorWrite(ctx, f, path, data, roots)
 	}
 	return fstool.Disk{}.WriteFileIn(ctx, path, data, roots)
 }
@@ -178,15 +180,20 @@ func (n *newFile) ReadFileIn(ctx context.Context, path string, roots *sandbox.Ro
 }
 
 func (n *newFile) WriteFile(ctx context.Context, path string, data []byte) error {
-	return n.write(ctx, path, data, func() error { return fstool.Disk{}.WriteFile(ctx, path, data) })
+	return n.write(ctx, path, data, nil, func() error { return fstool.Disk{}.WriteFile(ctx, path, data) })
 }
 
 func (n *newFile) WriteFileIn(ctx context.Context, path string, data []byte, roots *sandbox.Roots) error {
-	return n.write(ctx, path, data, func() error { return fstool.Disk{}.WriteFileIn(ctx, path, data, roots) })
+	return n.write(ctx, path, data, roots, func() error { return fstool.Disk{}.WriteFileIn(ctx, path, data, roots) })
 }
 
-func (n *newFile) write(ctx context.Context, path string, data []byte, disk func() error) error {
-	err := n.f.WriteFile(ctx, path, data)
+func (n *newFile) write(ctx context.Context, path string, data []byte, roots *sandbox.Roots, disk func() error) error {
+	var err error
+	if roots != nil {
+		err = editorWrite(ctx, n.f, path, data, roots)
+	} else {
+		err = n.f.WriteFile(ctx, path, data)
+	}
 	if !errors.Is(err, ErrNotServed) {
 		return err
 	}
@@ -218,4 +225,67 @@ func (d frontDoorFS) ReadFile(ctx context.Context, path string) ([]byte, error) 
 
 func (d frontDoorFS) WriteFile(ctx context.Context, path string, data []byte) error {
 	return d.f.WriteFile(ctx, path, data)
+}
+
+var _ fstool.Confined = frontDoorFS{}
+
+// ReadFileIn reads the canonical path through the front door, once it is
+// known to lie in the roots.
+func (d frontDoorFS) ReadFileIn(ctx context.Context, path string, roots *sandbox.Roots) ([]byte, error) {
+	canon, err := roots.Resolve(path, "", false)
+	if err != nil {
+		return nil, err
+	}
+	return d.f.ReadFile(ctx, canon)
+}
+
+func (d frontDoorFS) WriteFileIn(ctx context.Context, path string, data []byte, roots *sandbox.Roots) error {
+	return editorWrite(ctx, d.f, path, data, roots)
+}
+
+// ErrLandedOutside is what a front door's write that may have landed
+// outside the writable roots matches with errors.Is.
+var ErrLandedOutside = errors.New("the write may have landed outside the workspace")
+
+// editorWrite hands the front door the canonical path, checked against
+// the writable roots, and checks again once it has written: a symlink
+// swapped in meanwhile may have sent the editor's write elsewhere, which
+// the front door cannot tell. Such a write is reported, never a success.
+func editorWrite(ctx context.Context, f Files, path string, data []byte, roots *sandbox.Roots) error {
+	canon, err := roots.Resolve(path, "", true)
+	if err != nil {
+		return err
+	}
+	root := ""
+	for _, w := range roots.Writable() {
+		if sandbox.Within(canon, w) {
+			root = w
+			break
+		}
+	}
+	before, err := sandbox.StampPath(canon, root)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.WriteFile(ctx, canon, data); err != nil {
+		return err
+	}
+	// Where the path leads now, whether a directory on it was swapped
+	// meanwhile (even swapped back), and whether the file there holds
+	// what was written: any doubt is reported, never a success.
+	landed, err := sandbox.Canonical(canon)
+	if err != nil {
+		return fmt.Errorf("check the editor's write of %s: %w", path, err)
+	}
+	if !roots.Contains(landed, true) {
+		return fmt.Errorf("the editor wrote %s, but that path now leads to %s, outside the workspace (a symlink changed while it was written): %w", canon, landed, ErrLandedOutside)
+	}
+	after, err := sandbox.StampPath(canon, root)
+	if err != nil || !before.Same(after) {
+		return fmt.Errorf("the editor wrote %s, but a directory on that path changed while it was written: %w", canon, ErrLandedOutside)
+	}
+	if got, err := sandbox.ReadFile(canon, roots); err != nil || !bytes.Equal(got, data) {
+		return fmt.Errorf("the editor wrote %s, but the file there does not hold what was written: %w", canon, ErrLandedOutside)
+	}
+	return nil
 }

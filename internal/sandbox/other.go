@@ -68,3 +68,10 @@ func processAlive(pid int) bool {
 	p, err := os.FindProcess(pid)
 	return err == nil && p != nil
 }
+
+// Stamp is empty off Linux, where paths cannot be stamped.
+type Stamp struct{}
+
+func StampPath(p, root string) (Stamp, error) { return Stamp{}, errUnsupported }
+
+func (s Stamp) Same(o Stamp) bool { return false }
