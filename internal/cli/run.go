@@ -105,6 +105,7 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 	if a.sched != nil {
 		opts.Schedules = a.sched.sched
 	}
+	opts.MCP = a.host
 	var s repl.Session
 	if cont || resume != "" {
 		hs, err := openSession(ctx, g, a, cont, resume)

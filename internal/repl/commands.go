@@ -11,6 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/schedule"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
@@ -97,6 +98,12 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 		for _, c := range commands {
 			fmt.Fprintf(tw, "/%s %s\t%s\n", c.name, c.args, c.help)
 		}
+		for _, name := range m.skillNames() {
+			fmt.Fprintf(tw, "/%s [words]\tskill\n", name)
+		}
+		for _, p := range m.mcpPrompts() {
+			fmt.Fprintf(tw, "/%s %s\tMCP prompt: %s\n", p.Name, p.Hint, oneLine(p.Description))
+		}
 		tw.Flush()
 		b.WriteString("Enter sends (during a turn: steers). Shift+Enter or Alt+Enter: new line. Esc or Ctrl+C interrupts.\nTab during a turn queues the prompt for after it. Shift+Tab cycles the permission level. Ctrl+C twice quits.")
 		return strings.Split(b.String(), "\n"), nil
@@ -117,7 +124,10 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 	case "usage":
 		return say("Rate-limit windows are reported only for subscription backends; this session's profile (%s) uses an API key, so there are none to show.", s.ProfileName()), nil
 	case "mcp":
-		return say("No MCP servers are configured."), nil
+		if m.opts.MCP == nil {
+			return say("No MCP servers are configured."), nil
+		}
+		return strings.Split(m.opts.MCP.MCPReport(), "\n"), nil
 	case "schedule":
 		return m.scheduleCommand(ctx, args), nil
 	case "profile":
@@ -412,4 +422,60 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+func (m *screen) skillNames() []string {
+	if sl, ok := m.sess.(skillLister); ok {
+		return sl.SkillNames()
+	}
+	return nil
+}
+
+func (m *screen) mcpPrompts() []host.MCPPrompt {
+	if m.opts.MCP == nil {
+		return nil
+	}
+	return m.opts.MCP.MCPPrompts()
+}
+
+// mcpPrompt reports text that invokes a connected MCP server's prompt:
+// "/name" then its input. Built-in commands were matched first.
+func (m *screen) mcpPrompt(text string) (name, input string, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSpace(text), "/")
+	if !found {
+		return "", "", false
+	}
+	name, input, _ = strings.Cut(rest, " ")
+	for _, p := range m.mcpPrompts() {
+		if p.Name == name {
+			return name, strings.TrimSpace(input), true
+		}
+	}
+	return "", "", false
+}
+
+// runMCPPrompt renders an MCP prompt off the screen's goroutine and sends
+// it as the user's message; the screen says which prompt it was and shows
+// the words typed, not the rendered text.
+func (m *screen) runMCPPrompt(name, input, typed string) tea.Cmd {
+	ctx, mcp := context.WithoutCancel(m.ctx), m.opts.MCP
+	return func() tea.Msg {
+		text, err := mcp.RenderMCPPrompt(ctx, name, input)
+		return renderedMsg{name: name, typed: typed, text: text, err: err}
+	}
+}
+
+func (m *screen) rendered(msg renderedMsg) tea.Cmd {
+	if msg.err != nil {
+		m.commit(direction(m.st, session.Notice{Severity: session.SeverityWarning, Title: "MCP prompt " + msg.name + ": " + msg.err.Error()}, m.width)...)
+		m.giveBack(msg.typed)
+		return nil
+	}
+	m.commit(direction(m.st, session.Notice{Title: "MCP prompt " + msg.name}, m.width)...)
+	m.shown = msg.typed
+	if m.busy || m.submitting != "" {
+		m.queued = append(m.queued, msg.text)
+		return nil
+	}
+	return m.start(msg.text)
 }

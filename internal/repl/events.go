@@ -101,7 +101,11 @@ func (m *screen) turnStarted(ev agent.TurnStarted) {
 	in := ev.Input
 	if in.Source == session.SourceUser && m.submitting != "" {
 		m.ours, m.submitting = true, ""
-		m.commit(userLines(messageText(in.Parts), m.width)...)
+		text := messageText(in.Parts)
+		if m.shown != "" {
+			text, m.shown = m.shown, ""
+		}
+		m.commit(userLines(text, m.width)...)
 		return
 	}
 	// A turn the screen did not start (a job, a task report) takes the

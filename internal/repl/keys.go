@@ -175,9 +175,16 @@ func (m *screen) complete() {
 		return
 	}
 	var found []string
+	names := m.skillNames()
+	for _, p := range m.mcpPrompts() {
+		names = append(names, p.Name)
+	}
 	for _, c := range commands {
-		if strings.HasPrefix("/"+c.name, v) {
-			found = append(found, c.name)
+		names = append(names, c.name)
+	}
+	for _, n := range names {
+		if strings.HasPrefix("/"+n, v) {
+			found = append(found, n)
 		}
 	}
 	if len(found) == 1 {

@@ -60,6 +60,22 @@ type Schedules interface {
 	Cancel(ctx context.Context, sessionID, idPrefix string) (string, error)
 }
 
+// MCP is what the screen asks of the host about MCP servers: /mcp's
+// report and the servers' prompts, which run as slash commands.
+// *host.Host satisfies it.
+type MCP interface {
+	MCPReport() string
+	MCPPrompts() []host.MCPPrompt
+	RenderMCPPrompt(ctx context.Context, name, input string) (string, error)
+}
+
+var _ MCP = (*host.Host)(nil)
+
+// skillLister is what a Session offers when skills can be invoked as
+// /name: their names, for completion and /help. The host expands an
+// invocation itself, so the screen sends "/name words" as typed.
+type skillLister interface{ SkillNames() []string }
+
 // Options configure the screen.
 type Options struct {
 	In       io.Reader
@@ -73,6 +89,7 @@ type Options struct {
 	Plain       bool // line mode: not a terminal, TERM=dumb, ACCESSIBLE
 	Levels      []permission.Level
 	Schedules   Schedules
+	MCP         MCP // nil: no MCP servers
 	Now         func() time.Time
 	FirstPrompt string
 	// History is how many of the newest rows `meka -c` and `-r` print
@@ -110,6 +127,14 @@ func (s *hosted) ProfileName() string   { return s.Profile().Name }
 func (s *hosted) ContextWindow() int    { return s.Profile().ContextWindow }
 func (s *hosted) Rows() []session.Row   { return s.Engine().Rows() }
 func (s *hosted) Unwrap() *host.Session { return s.Session }
+
+func (s *hosted) SkillNames() []string {
+	var names []string
+	for _, sk := range s.Skills() {
+		names = append(names, sk.Name)
+	}
+	return names
+}
 
 func (s *hosted) Reopen(ctx context.Context) (Session, error) {
 	n, err := s.h.Reopen(ctx, s.ID())

@@ -45,6 +45,11 @@ type (
 		text string
 		err  error
 	}
+	// renderedMsg is an MCP prompt's text, ready to send.
+	renderedMsg struct {
+		name, typed, text string
+		err               error
+	}
 	printedMsg    struct{}
 	firstFrameMsg struct{}
 	tickMsg       struct{}
@@ -104,7 +109,8 @@ type screen struct {
 
 	busy       bool // a turn runs (TurnStarted seen, TurnEnded not yet)
 	submitting string
-	ours       bool // the running turn is one the screen started
+	shown      string // what to show for the next typed turn's prompt, when not its text (an MCP prompt)
+	ours       bool   // the running turn is one the screen started
 	turnStart  time.Time
 	interrupt  bool // the user asked the running turn to stop
 
@@ -182,6 +188,8 @@ func (m *screen) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.dropAsk(msg.a)
 	case openedMsg:
 		cmds = append(cmds, m.opened(msg))
+	case renderedMsg:
+		cmds = append(cmds, m.rendered(msg))
 	case runDoneMsg:
 		cmds = append(cmds, m.runDone(msg))
 	case doneMsg:
@@ -229,6 +237,9 @@ func (m *screen) submit(text string) tea.Cmd {
 	m.comp.remember(text)
 	if name, args, ok := parseCommand(text); ok {
 		return m.command(name, args, text)
+	}
+	if name, input, ok := m.mcpPrompt(text); ok {
+		return m.runMCPPrompt(name, input, text)
 	}
 	if m.busy || m.submitting != "" {
 		if m.busy && m.sess.Steer(model.Text{Text: text}) {

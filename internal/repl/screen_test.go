@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/plan"
@@ -478,5 +480,48 @@ func TestSubAgentProgress(t *testing.T) {
 	live := strings.Join(lines, "\n")
 	if !strings.Contains(live, "◐ agent_run explorer") || !strings.Contains(live, "✓ grep TODO") || strings.Contains(live, "file_read") {
 		t.Fatalf("live region:\n%s", live)
+	}
+}
+
+type fakeMCP struct{ rendered []string }
+
+func (f *fakeMCP) MCPReport() string { return "MCP servers:\n- deploy: connected, 2 tools, 1 prompt" }
+func (f *fakeMCP) MCPPrompts() []host.MCPPrompt {
+	return []host.MCPPrompt{{Name: "release-notes", Description: "Draft release notes", Hint: "version"}}
+}
+func (f *fakeMCP) RenderMCPPrompt(_ context.Context, name, input string) (string, error) {
+	f.rendered = append(f.rendered, name+" "+input)
+	return "Write the release notes for version " + input + ".", nil
+}
+
+// An MCP prompt runs as a slash command: rendered by the host, sent as
+// the user's message, shown as a stage direction and the words typed.
+// /mcp prints the host's report.
+func TestMCPPromptAndReport(t *testing.T) {
+	h := newHarness(t)
+	mcp := &fakeMCP{}
+	h.m.opts.MCP = mcp
+	h.typeText("/mcp")
+	h.send(keyCode(tea.KeyEnter))
+	h.wantCommitted("- deploy: connected, 2 tools, 1 prompt")
+	h.typeText("/rel")
+	h.send(keyCode(tea.KeyTab))
+	if h.m.comp.value() != "/release-notes " {
+		t.Fatalf("completion %q", h.m.comp.value())
+	}
+	h.typeText("1.4")
+	h.send(keyCode(tea.KeyEnter))
+	var cmdMsg tea.Msg
+	// The render runs off the screen's goroutine; here it is called
+	// directly.
+	cmdMsg = h.m.runMCPPrompt("release-notes", "1.4", "/release-notes 1.4")()
+	h.send(cmdMsg)
+	if h.m.submitting != "Write the release notes for version 1.4." {
+		t.Fatalf("submitting %q", h.m.submitting)
+	}
+	h.event(userTurn("Write the release notes for version 1.4."))
+	h.wantCommitted("(MCP prompt release-notes)", "> /release-notes 1.4")
+	if strings.Contains(h.committed(), "> Write the release notes") {
+		t.Error("the rendered prompt was shown as typed")
 	}
 }
