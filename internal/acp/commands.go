@@ -79,7 +79,7 @@ func (e *entry) runLocal(ctx context.Context, cmd string) *PromptResponse {
 	case "status":
 		text = e.status()
 	case "mcp":
-		text = "No MCP servers are configured."
+		text = e.s.opts.Host.MCPReport()
 	case "usage":
 		text = "Rate-limit windows are reported only for subscription backends; this session's profile (" + e.session().Profile().Name + ") uses an API key, so there are none to show."
 	}

@@ -319,3 +319,41 @@ default = %[2]q
 	}
 	return r
 }
+
+// TestSDKClientMCP runs the mcp scenario against the in-repo MCP test
+// server and a server that cannot start.
+func TestSDKClientMCP(t *testing.T) {
+	dir := clientDir(t)
+	bin := mekaBinary(t)
+	server := filepath.Join(filepath.Dir(bin), "mcptestserver")
+	if out, err := exec.Command("go", "build", "-o", server, "meka.dev/meka/internal/mcp/mcptest/mcptestserver").CombinedOutput(); err != nil {
+		t.Fatalf("build mcptestserver: %v\n%s", err, out)
+	}
+	sc := scenario{name: "mcp", level: "workspace", extra: fmt.Sprintf(`
+[mcp.servers.t]
+command = %q
+tool_permissions = { ask = "read" }
+
+[mcp.servers.dead]
+command = "/nonexistent/mcp-server"
+`, server), rounds: `[
+		{"tool_calls": [{"id": "a1", "name": "mcp__t__ask", "arguments": {"mode": "form"}}]},
+		{"tool_calls": [{"id": "a2", "name": "mcp__t__ask", "arguments": {"mode": "url"}}]},
+		{"text": "Hello, Ada."}]`}
+	r := runScenario(t, dir, bin, sc)
+	for _, f := range r.Failures {
+		t.Error(f)
+	}
+	if t.Failed() {
+		t.Logf("meka stderr:\n%s", r.Stderr)
+	}
+	var sawForm, sawDecline bool
+	for _, m := range r.Transcript {
+		s := string(m.Msg)
+		sawForm = sawForm || strings.Contains(s, `accept {\"name\":\"Ada\"}`)
+		sawDecline = sawDecline || strings.Contains(s, `decline`)
+	}
+	if !sawForm || !sawDecline {
+		t.Errorf("the tool results do not carry the answers (form %v, url declined %v)", sawForm, sawDecline)
+	}
+}

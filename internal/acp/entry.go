@@ -60,11 +60,13 @@ func (e *entry) attach(hs *host.Session) {
 	if e.unsub != nil {
 		e.unsub()
 		e.hs.SetAsker(nil)
+		e.hs.SetElicitor(nil)
 		e.hs.SetFiles(nil)
 	}
 	e.hs = hs
 	e.unsub = hs.Subscribe(e.onEvent)
 	hs.SetAsker(e)
+	hs.SetElicitor(e)
 	caps := e.s.caps()
 	// Both capabilities or neither: with reads alone the edit would be
 	// computed from a buffer and land on disk.
@@ -84,6 +86,7 @@ func (e *entry) detach() {
 	e.unsub()
 	e.unsub = nil
 	e.hs.SetAsker(nil)
+	e.hs.SetElicitor(nil)
 	e.hs.SetFiles(nil)
 }
 

@@ -51,7 +51,10 @@ func (s *server) newSession(ctx context.Context, p *NewSessionRequest) (*NewSess
 		return nil, s.sessionError("create session", "", err)
 	}
 	e := s.register(hs, true)
-	jsonrpc.AfterResponse(ctx, func() { e.announce(ctx, false) })
+	jsonrpc.AfterResponse(ctx, func() {
+		e.announce(ctx, false)
+		e.dropped(ctx, len(p.McpServers))
+	})
 	return &NewSessionResponse{SessionID: hs.ID(), Modes: e.modes(), ConfigOptions: e.configOptions()}, nil
 }
 
@@ -140,7 +143,10 @@ func (s *server) forkSession(ctx context.Context, p *LoadSessionRequest) (*NewSe
 		return nil, s.sessionError("fork session", meta.ID, err)
 	}
 	e := s.register(hs, false)
-	jsonrpc.AfterResponse(ctx, func() { e.announce(ctx, true) })
+	jsonrpc.AfterResponse(ctx, func() {
+		e.announce(ctx, true)
+		e.dropped(ctx, len(p.McpServers)) // as on session/new; load and resume drop them silently
+	})
 	return &NewSessionResponse{SessionID: hs.ID(), Modes: e.modes(), ConfigOptions: e.configOptions()}, nil
 }
 

@@ -97,7 +97,7 @@ function startAgent(extraArgs = []) {
 // A client app: permission answers, an editor's buffers for fs/*, updates
 // collected per session.
 function makeClient(opts = {}) {
-  const state = { updates: [], asked: [], reads: [], writes: [], answers: opts.answers ?? [], buffers: opts.buffers ?? new Map() };
+  const state = { updates: [], asked: [], reads: [], writes: [], elicited: [], answers: opts.answers ?? [], buffers: opts.buffers ?? new Map() };
   const app = acp.client({ name: "meka-e2e" })
     .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
       state.asked.push(params);
@@ -117,6 +117,10 @@ function makeClient(opts = {}) {
       if (opts.served && !opts.served(params.path)) throw acp.RequestError.resourceNotFound(params.path);
       state.buffers.set(params.path, params.content);
       return {};
+    })
+    .onRequest(acp.methods.client.elicitation.create, async ({ params }) => {
+      state.elicited.push(params);
+      return params.mode === "form" ? { action: "accept", content: { name: "Ada" } } : { action: "accept" };
     })
     .onNotification(acp.methods.client.session.update, async ({ params }) => {
       state.updates.push(params);
@@ -496,6 +500,33 @@ const scenarios = {
     await ctx.request(acp.methods.agent.session.load, { sessionId: id, cwd: ws, mcpServers: [] });
     const users = updatesOf(id, from).filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content.text);
     check(users[0] === "/deploy to staging" && !users.join("").includes("DEPLOY-BODY"), `replay ${JSON.stringify(users)}`);
+  },
+
+  // MCP: /mcp reports the configured servers' state (never why one
+  // failed); the editor's mcpServers are dropped with a notice saying how
+  // many; a server's form elicitation reaches this client, which
+  // advertised only forms, so a url one is declined with a notice.
+  async mcp(ctx, { state }) {
+    await init(ctx, { elicitation: { form: {} } });
+    const { sessionId: id } = await ctx.request(acp.methods.agent.session.new, { cwd: ws,
+      mcpServers: [{ name: "a", command: "a", args: [], env: [] }, { name: "b", command: "b", args: [], env: [] }] });
+    let before = transcript.length;
+    const r0 = await prompt(ctx, id, "/mcp");
+    check(r0.stopReason === "end_turn", "/mcp turn");
+    const report = textOf(updatesOf(id, before).filter((u) => u.sessionUpdate === "agent_message_chunk"));
+    check(/- t: connected, \d+ tools, 1 prompt(\n|$)/.test(report) && report.includes("- dead: failed (see meka's log)"), `/mcp ${JSON.stringify(report)}`);
+    check(!report.includes("nonexistent"), `/mcp tells why a server failed: ${JSON.stringify(report)}`);
+    const notices = of(state, id, "notice").map((n) => n.title);
+    check(notices.some((t) => t.startsWith("Ignored 2 MCP servers sent by the editor")), `mcpServers notice: ${JSON.stringify(notices)}`);
+    const r = await prompt(ctx, id, "ask me");
+    check(r.stopReason === "end_turn", `turn ${JSON.stringify(r)}`);
+    check(state.elicited.length === 1, `elicited ${state.elicited.length} times`);
+    const el = state.elicited[0];
+    check(el?.sessionId === id && el.mode === "form" && el.message === "What is your name?" && el.requestedSchema?.properties?.name, `elicitation ${JSON.stringify(el)}`);
+    const titles = of(state, id, "tool_call").map((c) => c.title);
+    check(titles.includes("mcp__t__ask form"), `tool titles ${JSON.stringify(titles)}`);
+    const declined = of(state, id, "notice").map((n) => n.title);
+    check(declined.some((t) => t.startsWith("Declined a request for input (url) from MCP server t")), `url notice: ${JSON.stringify(declined)}`);
   },
 
   async setmode(ctx, { state, client }) {
