@@ -1,9 +1,14 @@
 package cli_test
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,4 +93,87 @@ func TestPostgresGoneMidTurn(t *testing.T) {
 	if !strings.Contains(show, "user: a question to keep") || strings.Contains(show, "An answer nobody stores") {
 		t.Errorf("after the outage the session shows %q, want the prompt and no answer", show)
 	}
+}
+
+// TestServeOnPostgres runs meka serve on a PostgreSQL store: a turn
+// started over HTTP reaches the durable feed, streamed back over SSE.
+func TestServeOnPostgres(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	s, err := script.Parse([]byte(`{"rounds":[{"text":"Served from PostgreSQL."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	work := t.TempDir()
+	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1", "MEKA_DATABASE_URL="+url)
+	var dataDir string
+	for _, e := range env {
+		if d, ok := strings.CutPrefix(e, "MEKA_DATA_DIR="); ok {
+			dataDir = d
+		}
+	}
+	cmd := exec.Command(mekaBinary(t), "serve", "--listen", "127.0.0.1:0")
+	cmd.Dir, cmd.Env = work, env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(stderr)
+	var base string
+	for base == "" && sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "meka serve: listening on "); ok {
+			base = u
+		}
+	}
+	if base == "" {
+		t.Fatalf("meka serve never said where it listens: %v", sc.Err())
+	}
+	go io.Copy(io.Discard, stderr)
+	tok, err := os.ReadFile(filepath.Join(dataDir, "serve.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := call("POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q}`, work))
+	var created struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&created); err != nil || res.StatusCode != http.StatusCreated || created.ID == "" {
+		t.Fatalf("create session: %d %v %+v", res.StatusCode, err, created)
+	}
+	res.Body.Close()
+	if res := call("POST", "/v1/sessions/"+created.ID+"/turns", `{"input":[{"type":"text","text":"hello over http"}]}`); res.StatusCode/100 != 2 {
+		t.Fatalf("start turn: %d", res.StatusCode)
+	} else {
+		res.Body.Close()
+	}
+	events := call("GET", "/v1/sessions/"+created.ID+"/events?after=0", "")
+	defer events.Body.Close()
+	lines := bufio.NewScanner(events.Body)
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), "Served from PostgreSQL.") {
+			return
+		}
+	}
+	t.Fatalf("the feed ended without the answer: %v", lines.Err())
 }
