@@ -72,6 +72,9 @@ func (s *Session) Spawn(ctx context.Context, o ChildOptions) (*Session, error) {
 	prof := o.Profile
 	if prof == "" {
 		prof = s.profile.Name
+	} else if _, err := s.h.opts.Profiles(prof); err != nil {
+		// Refused before anything is stored: no session is left behind.
+		return nil, fmt.Errorf("spawn sub-agent: %w", err)
 	}
 	meta := s.Meta()
 	m, err := s.h.opts.Store.Create(ctx, session.Meta{

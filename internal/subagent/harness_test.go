@@ -108,6 +108,9 @@ type fixture struct {
 	depth       int
 	// maxParallel is [agents] max_parallel, 0 for the default.
 	maxParallel int
+	// defs are the named definitions offered, and resolved at a child's
+	// load.
+	defs []subagent.Definition
 	opts        host.Options
 	h           *host.Host
 
@@ -134,6 +137,14 @@ func newFixture(t testing.TB, parentRounds string, children map[string]string) *
 			return tool.Text("probed at " + c.Level.String()), nil
 		}}
 	f.opts = host.Options{
+		Definitions: func(_, name string) (host.Definition, error) {
+			for _, d := range f.defs {
+				if d.Name == name {
+					return host.Definition{Tools: d.Tools, Prompt: d.Prompt, MaxTurns: d.MaxTurns}, nil
+				}
+			}
+			return host.Definition{}, subagent.ErrUnknown
+		},
 		Store:       db.Sessions(),
 		Holder:      session.Holder{Token: "one"},
 		Profiles:    func(string) (host.Profile, error) { return host.Profile{Name: "test", Provider: r}, nil },
@@ -155,7 +166,7 @@ func newFixture(t testing.TB, parentRounds string, children map[string]string) *
 				if env.Depth >= f.depth {
 					return host.Extension{}, nil
 				}
-				tools := subagent.Tools(subagent.Options{Spawner: env.Session.Spawner(), MaxParallel: f.maxParallel,
+				tools := subagent.Tools(subagent.Options{Spawner: env.Session.Spawner(), MaxParallel: f.maxParallel, Definitions: f.defs,
 					ScratchDir: filepath.Join(env.DataDir, "scratch")})
 				for i, tl := range tools {
 					if tl.Spec().Name == subagent.SteerName {

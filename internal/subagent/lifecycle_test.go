@@ -11,6 +11,7 @@ import (
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/subagent"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/plan"
@@ -267,5 +268,86 @@ func TestChildSessionLifecycle(t *testing.T) {
 	}
 	if got, err := f.db.Sessions().Get(t.Context(), kid.ID); err != nil || got.ParentID != p.ID() || len(f.rows(kid.ID)) == 0 {
 		t.Errorf("after the rewind the child is %+v, %v", got, err)
+	}
+}
+
+// A grandchild's calls stay on its parent's card: the top session sees
+// only the agent_spawn line of the child that spawned it.
+func TestNestedProgressIsNotForwarded(t *testing.T) {
+	f := newFixture(t, `[
+	 {"tool_calls":[{"id":"s1","name":"agent_spawn","arguments":{"task":"middle","description":"Middle"}}]},
+	 {"text":"done"}]`, map[string]string{
+		"middle": `[
+	 {"tool_calls":[{"id":"m1","name":"agent_spawn","arguments":{"task":"leaf","description":"Leaf"}}]},
+	 {"text":"middle done"}]`,
+		"leaf": `[
+	 {"tool_calls":[{"id":"l1","name":"probe"}]},
+	 {"text":"leaf done"}]`})
+	f.depth = 2
+	p := f.parent()
+	if _, err := p.Prompt(t.Context(), model.Text{Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	var top [][]string
+	for _, ev := range f.eventsOf(p.ID()) {
+		if pr, ok := ev.(agent.ToolCallProgress); ok {
+			top = append(top, pr.Lines)
+		}
+	}
+	if len(top) != 1 || !slices.Equal(top[0], []string{"agent_spawn Leaf"}) {
+		t.Errorf("the top session's progress = %q, want only the middle's agent_spawn line", top)
+	}
+	middle := f.children(p.ID())[0]
+	var mid [][]string
+	for _, ev := range f.eventsOf(middle.ID) {
+		if pr, ok := ev.(agent.ToolCallProgress); ok {
+			mid = append(mid, pr.Lines)
+		}
+	}
+	if len(mid) != 1 || !slices.Equal(mid[0], []string{"probe"}) {
+		t.Errorf("the middle's progress = %q, want the leaf's probe", mid)
+	}
+	if leaf := f.children(middle.ID); len(leaf) != 1 || leaf[0].ParentCallID != "m1" {
+		t.Errorf("the leaf = %+v", leaf)
+	}
+}
+
+// A named definition: its tools allow-list, prompt and level cap apply;
+// an unknown name or profile is refused without leaving a session.
+func TestSpawnWithDefinition(t *testing.T) {
+	f := newFixture(t, `[
+	 {"tool_calls":[{"id":"s1","name":"agent_spawn","arguments":{"task":"review","agent":"reviewer"}},
+	                {"id":"s2","name":"agent_spawn","arguments":{"task":"x","agent":"nobody"}},
+	                {"id":"s3","name":"agent_spawn","arguments":{"task":"y","profile":"gone"}}]},
+	 {"text":"done"}]`, map[string]string{"review": `[{"text":"looks fine"}]`})
+	read := permission.Read
+	f.defs = []subagent.Definition{{Name: "reviewer", Description: "Reviews", Tools: []string{"checklist_*"}, Permission: &read, Prompt: "Review carefully."}}
+	prof := f.opts.Profiles
+	f.opts.Profiles = func(name string) (host.Profile, error) {
+		if name == "gone" {
+			return host.Profile{}, errors.New("no profile gone")
+		}
+		return prof(name)
+	}
+	p := f.parent()
+	if _, err := p.Prompt(t.Context(), model.Text{Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	kids := f.children(p.ID())
+	if len(kids) != 1 || kids[0].Agent != "reviewer" || kids[0].Permission != "read" {
+		t.Fatalf("children = %+v, want the reviewer alone, at read", kids)
+	}
+	req := f.model.children["review"].Requests()[0]
+	var names []string
+	for _, s := range req.Tools {
+		names = append(names, s.Name)
+	}
+	if slices.Contains(names, "probe") || !slices.Contains(names, "checklist_add") || !strings.Contains(req.System, "Review carefully.") {
+		t.Errorf("the reviewer's tools %v / prompt miss its definition", names)
+	}
+	for _, tr := range results(f.rows(p.ID())) {
+		if tr.CallID != "s1" && tr.Status != session.StatusError {
+			t.Errorf("%s = %s %q, want an error", tr.CallID, tr.Status, text(tr.Content))
+		}
 	}
 }
