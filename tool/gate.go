@@ -67,14 +67,28 @@ func (g *Gate) Check(ctx context.Context, t Tool, call Call) Verdict {
 	if has == permission.None {
 		return Verdict{Reason: fmt.Sprintf("%s was refused: this session's permission level is none, so no tool may run.", name)}
 	}
+	approvals := g.Approvals != nil && g.Approvals()
+	// sticky keys the remembered answers: one for a call that needs more
+	// than its tool does is not one for the tool.
+	sticky := name
 	if has.Allows(needs) {
-		return Verdict{Allowed: true, Level: has}
+		cl, ok := t.(CallLeveler)
+		if !ok || !approvals {
+			return Verdict{Allowed: true, Level: has}
+		}
+		c := call
+		c.Level = has
+		n := cl.CallLevel(c)
+		if has.Allows(n) {
+			return Verdict{Allowed: true, Level: has}
+		}
+		needs, sticky = n, name+"@"+n.String()
 	}
 	refusal := fmt.Sprintf("%s was refused: it needs the %s permission level and this session has %s. Do the work with tools your level allows, or ask the user to raise the level.", name, needs, has)
-	if g.Approvals == nil || !g.Approvals() {
+	if !approvals {
 		return Verdict{Reason: refusal}
 	}
-	d, ok := g.root().stickyFor(name)
+	d, ok := g.root().stickyFor(sticky)
 	if ok {
 		if d.Allowed() {
 			return Verdict{Allowed: true, Level: needs}
@@ -87,7 +101,7 @@ func (g *Gate) Check(ctx context.Context, t Tool, call Call) Verdict {
 		Needs: needs, Has: has,
 	})
 	if d.Sticky() {
-		g.root().remember(name, d)
+		g.root().remember(sticky, d)
 	}
 	if d.Allowed() {
 		return Verdict{Allowed: true, Level: needs}

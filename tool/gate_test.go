@@ -124,3 +124,57 @@ func TestGateSharesParentSticky(t *testing.T) {
 		t.Fatalf("after the parent forgot: %+v, asked %d; want asked again", v, asked)
 	}
 }
+
+// outsideTool is file_write whose calls with path "/outside" need the
+// unrestricted level.
+type outsideTool struct{ specTool }
+
+func (outsideTool) CallLevel(c tool.Call) permission.Level {
+	if strings.Contains(string(c.Arguments), "/outside") {
+		return permission.Unrestricted
+	}
+	return permission.Workspace
+}
+
+// A call that needs more than its tool is asked about with approvals on,
+// as any call above the session's level is, and its sticky answer is not
+// the tool's; with approvals off the tool refuses it itself.
+func TestGateCallLevel(t *testing.T) {
+	var asked []permission.Request
+	answer := permission.AlwaysAllow
+	approvals := true
+	g := &tool.Gate{Level: func() permission.Level { return permission.Workspace }, Approvals: func() bool { return approvals },
+		Asker: permission.AskerFunc(func(_ context.Context, r permission.Request) (permission.Decision, error) {
+			asked = append(asked, r)
+			return answer, nil
+		})}
+	tl := outsideTool{writeTool}
+	outside := tool.Call{Arguments: json.RawMessage(`{"path":"/outside/f"}`)}
+	inside := tool.Call{Arguments: json.RawMessage(`{"path":"f"}`)}
+	if v := g.Check(t.Context(), tl, inside); !v.Allowed || v.Level != permission.Workspace || len(asked) != 0 {
+		t.Fatalf("inside: %+v asked %d", v, len(asked))
+	}
+	v := g.Check(t.Context(), tl, outside)
+	if !v.Allowed || v.Level != permission.Unrestricted || len(asked) != 1 || asked[0].Needs != permission.Unrestricted || asked[0].Has != permission.Workspace {
+		t.Fatalf("outside: %+v asked %+v", v, asked)
+	}
+	// Always-allow holds for such calls, asked no more...
+	if v := g.Check(t.Context(), tl, outside); !v.Allowed || len(asked) != 1 {
+		t.Fatalf("sticky: %+v asked %d", v, len(asked))
+	}
+	// ...and is not an always-allow of the tool at a lower level.
+	rg := &tool.Gate{Level: func() permission.Level { return permission.Read }, Approvals: on, Parent: g,
+		Asker: permission.AskerFunc(func(_ context.Context, r permission.Request) (permission.Decision, error) {
+			asked = append(asked, r)
+			return permission.Deny, nil
+		})}
+	if v := rg.Check(t.Context(), tl, inside); v.Allowed || len(asked) != 2 {
+		t.Fatalf("the outside answer allowed the tool: %+v asked %d", v, len(asked))
+	}
+	// Approvals off: allowed at the session's level, for the tool to refuse.
+	approvals = false
+	g2 := &tool.Gate{Level: func() permission.Level { return permission.Workspace }, Approvals: func() bool { return approvals }}
+	if v := g2.Check(t.Context(), tl, outside); !v.Allowed || v.Level != permission.Workspace {
+		t.Fatalf("approvals off: %+v", v)
+	}
+}

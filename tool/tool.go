@@ -85,6 +85,18 @@ type Locator interface {
 	Locations(args json.RawMessage, cwd string) []Location
 }
 
+// CallLeveler is implemented by tools some of whose calls need more than
+// the tool's level, such as a file tool given a path outside the
+// workspace roots, which only the unrestricted level may touch. With
+// approvals on, the gate puts such a call to the asker as it does any call
+// above the session's level; with approvals off it lets the tool refuse
+// the call itself, in its own words.
+type CallLeveler interface {
+	// CallLevel returns the level call needs; call.Level is the
+	// session's level.
+	CallLevel(call Call) permission.Level
+}
+
 // Location is a file a call touches, with the line it starts at if any.
 type Location struct {
 	Path string `json:"path"`

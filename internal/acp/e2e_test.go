@@ -161,6 +161,10 @@ var scenarios = []scenario{
 	// The cancelled command leaves a process outside its group holding its
 	// output open, so the cancelled turn takes a moment to end (the shell's
 	// WaitDelay): the next prompt arrives while it is still in flight.
+	// $OUTSIDE is a directory outside the workspace.
+	{name: "outside", level: "workspace", extra: "approvals = true\n", rounds: `[
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "$OUTSIDE/out.txt", "content": "outside\n"}}]}, {"text": "0"},
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "$OUTSIDE/denied.txt", "content": "no\n"}}]}, {"text": "1"}]`},
 	{name: "cancelprompt", level: "unrestricted", rounds: `[
 		{"tool_calls": [{"id": "s1", "name": "shell_execute", "arguments": {"command": "setsid sleep 3 & sleep 30"}}]},
 		{"text": "after the stop"}]`},
@@ -257,7 +261,11 @@ func TestSDKClient(t *testing.T) {
 // pointing at it, and runs the Node client's scenario.
 func runScenario(t *testing.T, dir, bin string, sc scenario) report {
 	t.Helper()
-	s, err := script.Parse([]byte(`{"rounds":` + sc.rounds + `}`))
+	outside, err := host.Canonical(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := script.Parse([]byte(`{"rounds":` + strings.ReplaceAll(sc.rounds, "$OUTSIDE", outside) + `}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +310,7 @@ default = %[2]q
 	cmd.Dir = dir
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
-		"MEKA_BIN=" + bin, "MEKA_WORKSPACE=" + ws, "MEKA_CONFIG=" + cfgPath,
+		"MEKA_BIN=" + bin, "MEKA_WORKSPACE=" + ws, "MEKA_OUTSIDE=" + outside, "MEKA_CONFIG=" + cfgPath,
 		"MEKA_DATA_DIR=" + filepath.Join(home, "data"), "MEKA_TEST_KEY=test-key",
 	}
 	var stdout, stderr bytes.Buffer

@@ -240,6 +240,23 @@ func (e *env) resolve(call tool.Call, p string, write bool) (string, error) {
 	return "", &PathError{Op: op, Path: p, Err: err}
 }
 
+// callLevel is what a call naming a path needs: unrestricted when the
+// path lies outside the workspace roots (and, for a read, outside the
+// readable roots and the scratchpad), else the tool's own level.
+func (e *env) callLevel(call tool.Call, own permission.Level, write bool) permission.Level {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(call.Arguments, &a) != nil || a.Path == "" {
+		return own
+	}
+	call.Level = min(call.Level, permission.Workspace) // resolve as a confined call would
+	if _, err := e.resolve(call, a.Path, write); errors.Is(err, sandbox.ErrEscape) {
+		return permission.Unrestricted
+	}
+	return own
+}
+
 // inScratch reports whether abs lies in the session's scratchpad,
 // symlinks resolved, and returns its canonical path.
 func (e *env) inScratch(abs string) (string, bool) {

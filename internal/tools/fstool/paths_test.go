@@ -2,6 +2,7 @@ package fstool
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/permission"
+	"meka.dev/meka/tool"
 )
 
 func TestWorkspaceRefusesEscapes(t *testing.T) {
@@ -161,5 +163,34 @@ func TestCollapseRoots(t *testing.T) {
 	want := []string{"/w/a", "/w/c", "/x"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("collapseRoots = %v, want %v", got, want)
+	}
+}
+
+// A path outside the roots makes a call need the unrestricted level, so
+// that with approvals on the gate asks rather than the tool refusing; a
+// read of a readable root does not.
+func TestCallLevel(t *testing.T) {
+	cwd, ro, out := tempDir(t), tempDir(t), tempDir(t)
+	roots := newRoots(t, cwd, nil, []string{ro})
+	tools := toolset(Options{Roots: roots})
+	call := func(name, path string) permission.Level {
+		args, _ := json.Marshal(map[string]string{"path": path})
+		return tools[name].(tool.CallLeveler).CallLevel(tool.Call{Name: name, Arguments: args, Cwd: cwd, Level: permission.Workspace})
+	}
+	for _, tc := range []struct {
+		name, path string
+		want       permission.Level
+	}{
+		{"file_write", "new.txt", permission.Workspace},
+		{"file_write", filepath.Join(out, "x.txt"), permission.Unrestricted},
+		{"file_edit", "../" + filepath.Base(out) + "/x.txt", permission.Unrestricted},
+		{"file_write", filepath.Join(ro, "x.txt"), permission.Unrestricted},
+		{"file_read", filepath.Join(ro, "x.txt"), permission.Read},
+		{"file_read", filepath.Join(out, "x.txt"), permission.Unrestricted},
+		{"file_read", "", permission.Read},
+	} {
+		if got := call(tc.name, tc.path); got != tc.want {
+			t.Errorf("%s %s: %s, want %s", tc.name, tc.path, got, tc.want)
+		}
 	}
 }

@@ -35,9 +35,10 @@ const (
 type ReadTool struct{ e *env }
 
 var (
-	_ tool.Tool    = (*ReadTool)(nil)
-	_ tool.Titler  = (*ReadTool)(nil)
-	_ tool.Locator = (*ReadTool)(nil)
+	_ tool.Tool        = (*ReadTool)(nil)
+	_ tool.CallLeveler = (*ReadTool)(nil)
+	_ tool.Titler      = (*ReadTool)(nil)
+	_ tool.Locator     = (*ReadTool)(nil)
 )
 
 // NewRead returns file_read alone.
@@ -79,6 +80,12 @@ func (t *ReadTool) Locations(args json.RawMessage, cwd string) []tool.Location {
 		locs[0].Line = max(a.Line, 1)
 	}
 	return locs
+}
+
+// CallLevel implements tool.CallLeveler: a path outside the roots needs
+// unrestricted.
+func (t *ReadTool) CallLevel(call tool.Call) permission.Level {
+	return t.e.callLevel(call, permission.Read, false)
 }
 
 type readArgs struct {

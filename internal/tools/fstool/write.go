@@ -21,12 +21,14 @@ type WriteTool struct{ e *env }
 type EditTool struct{ e *env }
 
 var (
-	_ tool.Tool    = (*WriteTool)(nil)
-	_ tool.Titler  = (*WriteTool)(nil)
-	_ tool.Locator = (*WriteTool)(nil)
-	_ tool.Tool    = (*EditTool)(nil)
-	_ tool.Titler  = (*EditTool)(nil)
-	_ tool.Locator = (*EditTool)(nil)
+	_ tool.Tool        = (*WriteTool)(nil)
+	_ tool.CallLeveler = (*WriteTool)(nil)
+	_ tool.CallLeveler = (*EditTool)(nil)
+	_ tool.Titler      = (*WriteTool)(nil)
+	_ tool.Locator     = (*WriteTool)(nil)
+	_ tool.Tool        = (*EditTool)(nil)
+	_ tool.Titler      = (*EditTool)(nil)
+	_ tool.Locator     = (*EditTool)(nil)
 )
 
 // NewWrite returns file_write alone.
@@ -85,6 +87,17 @@ func (t *EditTool) Spec() tool.Spec {
 		Level:  permission.Workspace,
 		Kind:   tool.KindEdit,
 	}
+}
+
+// CallLevel implements tool.CallLeveler: a path outside the roots needs
+// unrestricted.
+func (t *WriteTool) CallLevel(call tool.Call) permission.Level {
+	return t.e.callLevel(call, permission.Workspace, true)
+}
+
+// CallLevel implements tool.CallLeveler.
+func (t *EditTool) CallLevel(call tool.Call) permission.Level {
+	return t.e.callLevel(call, permission.Workspace, true)
 }
 
 func (t *WriteTool) Title(args json.RawMessage) string { return title("file_write", args, "path") }

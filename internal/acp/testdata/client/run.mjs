@@ -441,6 +441,23 @@ const scenarios = {
     await expectError(ctx.request(acp.methods.agent.session.fork, { sessionId: childId, cwd: ws, mcpServers: [] }), -32602, "fork of a sub-agent");
   },
 
+  // At workspace with approvals on, a write outside the roots is put to
+  // the user, as any call above the level is, not refused unasked.
+  async outside(ctx, { state }) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    const out = process.env.MEKA_OUTSIDE;
+    state.answers.push("allow", "reject");
+    await prompt(ctx, id, "write outside");
+    await prompt(ctx, id, "write outside again");
+    check(state.asked.length === 2, `asked ${state.asked.length} times`);
+    check(state.asked[0]?.toolCall.title === `file_write ${out}/out.txt`, `request ${JSON.stringify(state.asked[0]?.toolCall)}`);
+    check(existsSync(join(out, "out.txt")) && readFileSync(join(out, "out.txt"), "utf8") === "outside\n", "the approved write outside the roots did not happen");
+    check(!existsSync(join(out, "denied.txt")), "the denied write happened");
+    const statuses = of(state, id, "tool_call_update").filter((u) => u.status).map((u) => u.status);
+    check(JSON.stringify(statuses) === '["completed","failed"]', `statuses ${JSON.stringify(statuses)}`);
+  },
+
   // What Zed does when the user types after Stop: the cancel and the next
   // prompt with no gap, the first turn still running.
   async cancelprompt(ctx, { state }) {
