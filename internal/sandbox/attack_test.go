@@ -44,6 +44,11 @@ func attack(op string, args []string) error {
 	switch op {
 	case "write":
 		return os.WriteFile(arg(0), []byte("pwned"), 0o644)
+	case "mkdir-write":
+		if err := os.MkdirAll(filepath.Dir(arg(0)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(arg(0), []byte("pwned"), 0o755)
 	case "chmod":
 		return os.Chmod(arg(0), 0o777)
 	case "utimes":
@@ -155,6 +160,7 @@ var attackRows = []attackRow{
 	{name: "write data dir in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/data/meka.db"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write .git/hooks in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/hooks/pre-commit"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write temp dir inside data dir", args: func(f *fixture) []string { return []string{"write", f.ws + "/data/task.tmp/x"} }, read: "ok", workspace: "ok", unrestricted: "ok"},
+	{name: "create .git/hooks where missing", args: func(f *fixture) []string { return []string{"mkdir-write", f.ws + "/sub/.git/hooks/pre-commit"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write .git/config in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/config"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 }
 
@@ -176,7 +182,7 @@ func newFixture(t *testing.T) *fixture {
 	// The private temp dir lies in the data directory, as a background
 	// task's does: writable though its parent is protected.
 	f.tmp = f.ws + "/data/task.tmp"
-	for _, d := range []string{f.ws + "/.git/hooks", f.ws + "/config", f.tmp, f.out + "/mnt"} {
+	for _, d := range []string{f.ws + "/.git/hooks", f.ws + "/config", f.tmp, f.out + "/mnt", f.ws + "/sub/.git"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +295,7 @@ func TestAttackSuite(t *testing.T) {
 			args := row.args(f)
 			cmd, err := Command(t.Context(), Spec{
 				Args: append([]string{exe, attackMarker}, args...), Dir: f.ws, Env: env,
-				Mode: col.mode, Writable: []string{f.ws}, TempDir: f.tmp, Backend: col.backend,
+				Mode: col.mode, Writable: []string{f.ws, f.ws + "/sub"}, TempDir: f.tmp, Backend: col.backend,
 				Protected: []string{f.ws + "/config", f.ws + "/data"},
 			})
 			if err != nil {

@@ -354,7 +354,13 @@ func existing(ps []string) []string {
 func protectedPaths(writable, extra []string) []string {
 	cands := slices.Clone(extra)
 	for _, w := range writable {
-		cands = append(cands, GitProtected(w)...)
+		git := GitProtected(w)
+		// A repository without a hooks directory would let a command
+		// create one; an empty one, read-only, is what git makes anyway.
+		if fi, err := os.Lstat(filepath.Dir(git[0])); err == nil && fi.IsDir() {
+			_ = os.Mkdir(git[0], 0o755)
+		}
+		cands = append(cands, git...)
 	}
 	var out []string
 	for _, c := range existing(cands) {
