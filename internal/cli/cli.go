@@ -99,12 +99,13 @@ func newRoot(g *globals) *cobra.Command {
 		Short: "meka runs an AI model as an agent in your workspace, and holds it to what it said it would do",
 		Long: `meka runs an AI model as an agent that reads, edits and executes in a workspace.
 
-  meka                                    a new session in this directory; one line is one message
+  meka                                    the terminal: a new session in this directory
   meka fix the failing test               the same, starting with that prompt (quotes optional)
   meka --oneshot "fix the failing test"   one turn, reply on stdout (a new session, or -c/-r's)
   meka -c | meka -r ID                    continue this directory's latest session | resume one
   meka sessions list                      sessions in this directory (--all: every directory)
   meka acp                                serve the Agent Client Protocol on stdio, for editors
+  meka serve                              the HTTP API (sessions, turns, an SSE feed)
 
 A first word that looks like a mistyped command is refused rather than sent to
 the model; meka -- WORDS sends the words as a prompt whatever they are.
@@ -119,6 +120,7 @@ Environment:
                                          else ~/.local/share/meka)
   MEKA_DATABASE_URL                      a PostgreSQL database instead of the SQLite file there
   TZ                                     the zone schedules are read in, unless [schedule] timezone
+  NO_COLOR, MEKA_PLAIN, ACCESSIBLE       the terminal without colour | without the screen (plain lines)
 
 Exit status:
   0    done; the terminal exits 0 when its input ends, whatever its turns did

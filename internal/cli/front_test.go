@@ -161,7 +161,7 @@ func TestHelpNamesEnvironmentAndExitCodes(t *testing.T) {
 		}
 	}
 	out, _, _ = run(t, t.TempDir(), env, "schedule", "--help")
-	for _, want := range []string{"meka acp", "the terminal", "meka --oneshot"} {
+	for _, want := range []string{"meka acp", "meka serve", "the terminal", "meka --oneshot"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("meka schedule --help lacks %q:\n%s", want, out)
 		}

@@ -32,8 +32,8 @@ func newScheduleCmd(g *globals) *cobra.Command {
 		Short: "list, inspect and cancel scheduled jobs; check what a schedule means",
 		Long: `Jobs are turns the agent scheduled for itself (schedule_create). They live in
 the database and fire only while a meka that keeps running holds their session
-open: the terminal (meka, meka -c, meka -r ID) and meka acp. meka --oneshot and
-these commands never fire a job. A job that came due meanwhile fires once when
+open: the terminal (meka, meka -c, meka -r ID), meka acp and meka serve.
+meka --oneshot and these commands never fire a job. A job that came due meanwhile fires once when
 such a meka next holds its session (a one-shot job only within [schedule]
 missed_grace).
 

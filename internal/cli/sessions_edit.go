@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"meka.dev/meka/session"
@@ -32,7 +33,7 @@ continue the copy with meka -r NEWID.`,
 				through := int64(-1)
 				if cmd.Flags().Changed("turn") {
 					if turn < 0 || turn > last {
-						return usageError("--turn %d: session %s has turns 1 to %d", turn, short(m.ID), last)
+						return usageError("--turn %d: session %s has turns 1 to %d", turn, shortSessionID(m.ID), last)
 					}
 					through = turn
 				}
@@ -44,7 +45,7 @@ continue the copy with meka -r NEWID.`,
 				if through >= 0 {
 					what = fmt.Sprintf("through turn %d", through)
 				}
-				fmt.Fprintf(g.stderr, "forked session %s (%s); continue it with meka -r %s\n", short(m.ID), what, short(f.ID))
+				fmt.Fprintf(g.stderr, "forked session %s (%s); continue it with meka -r %s\n", shortSessionID(m.ID), what, shortSessionID(f.ID))
 				fmt.Fprintln(g.stdout, f.ID)
 				return nil
 			})
@@ -75,7 +76,7 @@ first; otherwise pass --yes. To keep the dropped turns, fork the session first
 			ctx := cmd.Context()
 			return withSessions(ctx, g, args[0], func(st session.Store, m session.Meta, last int64) error {
 				if turn < 0 || turn >= last {
-					return usageError("--turn %d: session %s has turns 1 to %d; rewinding keeps turns up to N < %d", turn, short(m.ID), last, last)
+					return usageError("--turn %d: session %s has turns 1 to %d; rewinding keeps turns up to N < %d", turn, shortSessionID(m.ID), last, last)
 				}
 				rows, err := st.Rows(ctx, m.ID, 0)
 				if err != nil {
@@ -87,7 +88,7 @@ first; otherwise pass --yes. To keep the dropped turns, fork the session first
 						dropped++
 					}
 				}
-				what := fmt.Sprintf("turns %d to %d (%d rows) of session %s", turn+1, last, dropped, short(m.ID))
+				what := fmt.Sprintf("turns %d to %d (%d rows) of session %s", turn+1, last, dropped, shortSessionID(m.ID))
 				if !yes {
 					if !g.stdinIsTerminal() {
 						return usageError("sessions rewind drops %s for good; pass --yes to confirm", what)
@@ -148,11 +149,7 @@ func (g *globals) stdinIsTerminal() bool {
 		return g.isTerminal()
 	}
 	f, ok := g.stdin.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(f.Fd())
 }
 
 // confirm asks question on stderr and reads a yes from stdin.
@@ -161,12 +158,4 @@ func (g *globals) confirm(question string) bool {
 	line, _ := bufio.NewReader(g.stdin).ReadString('\n')
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "y" || a == "yes"
-}
-
-// short is a session id as the listings print it.
-func short(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
