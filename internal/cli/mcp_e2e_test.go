@@ -1,11 +1,15 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -124,5 +128,119 @@ required = true
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d model requests", n)
+	}
+}
+
+// npmServers returns the directory of the MCP servers from npm
+// (internal/mcp/testdata/servers, installed by .ci/run). Without them the
+// test is skipped, except under CI, where it fails.
+func npmServers(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "mcp", "testdata", "servers", "node_modules", "@modelcontextprotocol"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := ""
+	if _, err := exec.LookPath("node"); err != nil {
+		why = "node is not installed"
+	} else if _, err := os.Stat(filepath.Join(dir, "server-everything")); err != nil {
+		why = "the MCP servers are not installed; run `npm ci --prefix internal/mcp/testdata/servers`"
+	}
+	if why != "" {
+		if os.Getenv("CI") != "" || os.Getenv("MEKA_CI") != "" {
+			t.Fatalf("the npm MCP server tests cannot run under CI: %s", why)
+		}
+		t.Skip(why)
+	}
+	return dir
+}
+
+// startEverythingHTTP runs server-everything over streamable HTTP on a
+// free 127.0.0.1 port and returns its endpoint once it says it listens.
+func startEverythingHTTP(t *testing.T, dir string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(dir, "server-everything", "dist", "index.js"), "streamableHttp")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PORT=" + strconv.Itoa(port), "HOST=127.0.0.1"}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "listening on port") {
+			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+		}
+	}
+	t.Fatalf("server-everything did not start: %v", sc.Err())
+	return ""
+}
+
+// Real MCP servers nobody on meka wrote, from npm: server-everything over
+// stdio and over streamable HTTP, server-filesystem over stdio. The model
+// calls their tools and the next request carries the results: text, an
+// image (the profile reads images), a directory listing, and an
+// elicitation declined because nobody is attached to a one-shot run.
+func TestOneshotNPMServers(t *testing.T) {
+	dir := npmServers(t)
+	url := startEverythingHTTP(t, dir)
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "hello.txt"), []byte("hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := scripted(t, fmt.Sprintf(`[
+	 {"tool_calls":[
+	   {"id":"c1","name":"mcp__every__echo","arguments":{"message":"ping"}},
+	   {"id":"c2","name":"mcp__every__get-tiny-image","arguments":{}},
+	   {"id":"c3","name":"mcp__fs__list_directory","arguments":{"path":%q}},
+	   {"id":"c4","name":"mcp__web__get-sum","arguments":{"a":2,"b":3}},
+	   {"id":"c5","name":"mcp__every__trigger-elicitation-request","arguments":{}}]},
+	 {"text":"done"}]`, work))
+	cfg := mcpConfig(t, srv.URL, fmt.Sprintf(`
+[mcp.servers.every]
+command = "node"
+args = [%q, "stdio"]
+startup_timeout = "60s"
+
+[mcp.servers.fs]
+command = "node"
+args = [%q, %q]
+startup_timeout = "60s"
+
+[mcp.servers.web]
+url = %q
+startup_timeout = "60s"
+`, filepath.Join(dir, "server-everything", "dist", "index.js"), filepath.Join(dir, "server-filesystem", "dist", "index.js"), work, url))
+	env := isolatedEnv(t, "OPENAI_API_KEY=k")
+	out, errOut, code := run(t, work, env, "--config", cfg, "--permission", "unrestricted", "--oneshot", "use the servers")
+	if code != 0 || out != "done\n" {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests; stderr %q", len(reqs), errOut)
+	}
+	for _, want := range []string{`"mcp__every__echo"`, `"mcp__fs__read_text_file"`, `"mcp__web__get-sum"`} {
+		if !bytes.Contains(reqs[0].Body, []byte(want)) {
+			t.Errorf("the first request does not offer %s", want)
+		}
+	}
+	for _, want := range []string{"Echo: ping", "hello.txt", "The sum of 2 and 3 is 5.", "data:image/png;base64,", "decline"} {
+		if !bytes.Contains(reqs[1].Body, []byte(want)) {
+			t.Errorf("the second request lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("second request: %s\nstderr: %s", reqs[1].Body, errOut)
 	}
 }
