@@ -111,8 +111,8 @@ type fixture struct {
 	// defs are the named definitions offered, and resolved at a child's
 	// load.
 	defs []subagent.Definition
-	opts        host.Options
-	h           *host.Host
+	opts host.Options
+	h    *host.Host
 
 	evMu   sync.Mutex // guards events
 	events map[string][]agent.Event
