@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/host"
@@ -153,6 +154,9 @@ func TestLockRefusesSecondHolder(t *testing.T) {
 
 func TestForkIsIndependent(t *testing.T) {
 	f := newFixture(t, `[{"text":"one"},{"text":"forked"}]`)
+	// A fork reuses the prompt recorded the same day; a pinned clock keeps
+	// a run that crosses midnight from building a new one.
+	f.opts.Now = func() time.Time { return time.Date(2026, 5, 6, 23, 59, 59, 0, time.UTC) }
 	h := f.host(t)
 	s, _ := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
 	if _, err := s.Prompt(t.Context(), model.Text{Text: "a"}); err != nil {
