@@ -29,29 +29,49 @@ func (e *Engine) Compact(ctx context.Context) error {
 	e.mu.Lock()
 	turn := session.LastTurn(e.rows)
 	e.mu.Unlock()
-	return e.compact(ctx, turn)
+	u, err := e.compact(ctx, turn)
+	if err == nil {
+		e.emit(Usage{Round: u, Turn: u, ContextTokens: e.viewTokens(), Window: e.opts.ContextWindow})
+	}
+	return err
 }
 
 // maybeCompact compacts when the next request would pass CompactAt of the
-// context window.
-func (e *Engine) maybeCompact(ctx context.Context, turn int64) error {
+// context window. It returns what the compaction's model call spent, which
+// is the turn's, and whether the conversation was compacted.
+func (e *Engine) maybeCompact(ctx context.Context, turn int64) (model.Usage, bool, error) {
 	if e.opts.ContextWindow <= 0 {
-		return nil
+		return model.Usage{}, false, nil
 	}
 	e.mu.Lock()
 	estimate := e.lastCtx + e.addedLen/4
 	e.mu.Unlock()
 	if float64(estimate) < e.opts.CompactAt*float64(e.opts.ContextWindow) {
-		return nil
+		return model.Usage{}, false, nil
 	}
-	err := e.compact(ctx, turn)
+	u, err := e.compact(ctx, turn)
 	if errors.Is(err, ErrNothingToCompact) {
-		return nil
+		return u, false, nil
 	}
-	return err
+	return u, err == nil, err
 }
 
-func (e *Engine) compact(ctx context.Context, turn int64) error {
+// viewTokens estimates the tokens of the conversation as the next request
+// will carry it, four bytes to a token: the gauge after a compaction,
+// before a reply has measured it.
+func (e *Engine) viewTokens() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, m := range e.view {
+		n += messageSize(m)
+	}
+	return n / 4
+}
+
+// compact summarizes the turns before turn and returns what its model call
+// spent, whether or not it succeeded.
+func (e *Engine) compact(ctx context.Context, turn int64) (model.Usage, error) {
 	e.mu.Lock()
 	rows := append([]session.Row(nil), e.rows...)
 	e.mu.Unlock()
@@ -68,31 +88,33 @@ func (e *Engine) compact(ctx context.Context, turn int64) error {
 		prevKept = rows[i].Entry.(session.Compaction).KeptFrom
 	}
 	if keep == len(rows) || keep == 0 || rows[keep].Seq <= prevKept {
-		return ErrNothingToCompact
+		return model.Usage{}, ErrNothingToCompact
 	}
 	keptFrom := rows[keep].Seq
 
 	e.emit(CompactionStarted{})
-	if err := e.summarize(ctx, turn, rows[:keep], keptFrom); err != nil {
+	u, err := e.summarize(ctx, turn, rows[:keep], keptFrom)
+	if err != nil {
 		e.emit(CompactionFailed{Err: err, Canceled: ctx.Err() != nil})
-		return err
 	}
-	return nil
+	return u, err
 }
 
 // summarize asks the model for a summary of rows and stores the boundary.
-func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, keptFrom int64) error {
+// It returns what the model call spent.
+func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, keptFrom int64) (model.Usage, error) {
 	msgs := BuildView(rows)
 	msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: model.Parts{model.Text{Text: compactInstruction}}})
 	resp, err := model.Collect(e.opts.Provider.Stream(ctx, &model.Request{
 		System: compactSystem, Messages: msgs, MaxOutputTokens: e.opts.MaxOutputTokens,
 	}), nil)
 	if err != nil {
-		return fmt.Errorf("compact: %w", err)
+		return model.Usage{}, fmt.Errorf("compact: %w", err)
 	}
+	spent := resp.Usage
 	summary := strings.TrimSpace(resp.Message.Text())
 	if summary == "" {
-		return errors.New("compact: the model returned an empty summary")
+		return spent, errors.New("compact: the model returned an empty summary")
 	}
 	for _, c := range e.opts.Compactors {
 		if text := c.CompactionText(ctx); text != "" {
@@ -101,14 +123,14 @@ func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, 
 	}
 	checkpoint, err := e.folder.Checkpoint()
 	if err != nil {
-		return fmt.Errorf("compact: %w", err)
+		return spent, fmt.Errorf("compact: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("compact: %w", err)
+		return spent, fmt.Errorf("compact: %w", err)
 	}
 	if _, err := e.appendRows(ctx, turn, session.Compaction{Summary: summary, KeptFrom: keptFrom, Checkpoint: checkpoint}); err != nil {
-		return fmt.Errorf("compact: %w", err)
+		return spent, fmt.Errorf("compact: %w", err)
 	}
-	e.emit(Compacted{Summary: summary, KeptFrom: keptFrom})
-	return nil
+	e.emit(Compacted{Summary: summary, KeptFrom: keptFrom, Usage: spent})
+	return spent, nil
 }

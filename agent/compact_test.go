@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 	"testing"
 
 	"meka.dev/meka/agent"
@@ -35,18 +36,52 @@ func (f compactorFunc) CompactionText(ctx context.Context) string { return f(ctx
 func TestAutomaticCompaction(t *testing.T) {
 	h := newHarness(t, `[
 	 {"text":"one","usage":{"input_tokens":900,"output_tokens":10}},
-	 {"text":"the summary"},
-	 {"text":"two"}]`)
+	 {"text":"the summary","usage":{"input_tokens":950,"output_tokens":40}},
+	 {"text":"two","usage":{"input_tokens":50,"output_tokens":5}}]`)
 	fold := &countFold{}
+	var mu sync.Mutex
+	var events []agent.Event
 	opts := agent.Options{ContextWindow: 1000, Folds: []session.Fold{fold},
-		Compactors: []agent.CompactionContributor{compactorFunc(func(context.Context) string { return "VERBATIM" })}}
+		Compactors: []agent.CompactionContributor{compactorFunc(func(context.Context) string { return "VERBATIM" })},
+		Events: func(ev agent.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, ev)
+		}}
 	e := h.engine(opts)
 	if _, err := e.Run(t.Context(), userText("first")); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	events = nil
+	mu.Unlock()
 	res, err := e.Run(t.Context(), userText("second"))
 	if err != nil || res.Reply != "two" {
 		t.Fatalf("res %+v err %v", res, err)
+	}
+	// The summary's model call is the turn's spend, and the gauge is
+	// reported once the conversation is compacted.
+	if res.Usage.InputTokens != 1000 || res.Usage.OutputTokens != 45 {
+		t.Fatalf("turn usage %+v, want the compaction's included", res.Usage)
+	}
+	mu.Lock()
+	var sawCompacted, gauge bool
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case agent.Compacted:
+			sawCompacted = ev.Usage.OutputTokens == 40
+		case agent.Usage:
+			if sawCompacted && !gauge {
+				gauge = true
+				if ev.Round.InputTokens != 950 || ev.Turn.InputTokens != 950 || ev.ContextTokens <= 0 || ev.ContextTokens >= 900 || ev.Window != 1000 {
+					t.Errorf("usage after the compaction: %+v", ev)
+				}
+			}
+		}
+	}
+	mu.Unlock()
+	if !sawCompacted || !gauge {
+		t.Fatalf("compacted %v, usage after it %v", sawCompacted, gauge)
 	}
 	reqs := h.prov.Requests()
 	if len(reqs) != 3 || len(reqs[1].Tools) != 0 {

@@ -87,6 +87,9 @@ type CompactionFailed struct {
 type Compacted struct {
 	Summary  string
 	KeptFrom int64
+	// Usage is what the compaction's model call spent; a Usage event with
+	// the gauge after the compaction follows.
+	Usage model.Usage
 }
 
 // TurnEnded closes a turn.

@@ -71,7 +71,13 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 				return end(StopFailed, err)
 			}
 		}
-		if err := e.maybeCompact(ctx, ts.turn); err != nil {
+		spent, compacted, err := e.maybeCompact(ctx, ts.turn)
+		// The summary's model call is the turn's spend, compacted or not.
+		ts.usage = ts.usage.Add(spent)
+		if compacted {
+			e.emit(Usage{Round: spent, Turn: ts.usage, ContextTokens: e.viewTokens(), Window: e.opts.ContextWindow})
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return end(StopCanceled, nil)
 			}

@@ -161,6 +161,11 @@ var scenarios = []scenario{
 	// The cancelled command leaves a process outside its group holding its
 	// output open, so the cancelled turn takes a moment to end (the shell's
 	// WaitDelay): the next prompt arrives while it is still in flight.
+	// The first reply fills the window, so the second turn compacts first.
+	{name: "compaction", level: "workspace", rounds: `[
+		{"text": "one", "usage": {"input_tokens": 95000, "output_tokens": 10}},
+		{"text": "the summary", "usage": {"input_tokens": 90000, "output_tokens": 100}},
+		{"text": "two", "usage": {"input_tokens": 300, "output_tokens": 5}}]`},
 	// $OUTSIDE is a directory outside the workspace.
 	{name: "outside", level: "workspace", extra: "approvals = true\n", rounds: `[
 		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "$OUTSIDE/out.txt", "content": "outside\n"}}]}, {"text": "0"},

@@ -441,6 +441,25 @@ const scenarios = {
     await expectError(ctx.request(acp.methods.agent.session.fork, { sessionId: childId, cwd: ws, mcpServers: [] }), -32602, "fork of a sub-agent");
   },
 
+  // A compaction's model call is in the prompt's usage, and the gauge is
+  // updated once it is done.
+  async compaction(ctx, { state }) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    await prompt(ctx, id, "first");
+    const from = transcript.length;
+    const r = await prompt(ctx, id, "second");
+    check(r.usage?.inputTokens === 90300 && r.usage?.outputTokens === 105 && r.usage?.totalTokens === 90405, `usage ${JSON.stringify(r.usage)}`);
+    const ups = updatesOf(id, from);
+    const done = ups.findIndex((u) => u.sessionUpdate === "compaction_update" && u.status === "completed");
+    check(done >= 0, `no completed compaction in ${JSON.stringify(ups.map((u) => u.sessionUpdate))}`);
+    const gauge = ups.slice(done + 1).find((u) => u.sessionUpdate === "usage_update");
+    check(gauge && gauge.used > 0 && gauge.used < 95000 && gauge.size === 100000, `usage_update after the compaction: ${JSON.stringify(gauge)}`);
+    const firstAfter = ups.slice(done + 1).findIndex((u) => u.sessionUpdate === "usage_update");
+    const firstChunk = ups.slice(done + 1).findIndex((u) => u.sessionUpdate === "agent_message_chunk");
+    check(firstAfter >= 0 && firstAfter < firstChunk, "the gauge came only with the next reply");
+  },
+
   // At workspace with approvals on, a write outside the roots is put to
   // the user, as any call above the level is, not refused unasked.
   async outside(ctx, { state }) {
