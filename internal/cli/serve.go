@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/httpapi"
 )
 
@@ -143,6 +144,10 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 	if a.sched != nil {
 		opts.Schedules = a.sched.sched
 	}
+	if opts.Webhooks, err = webhooks(a.cfg.Serve.Webhooks); err != nil {
+		return usageError("%v", err)
+	}
+	opts.Outbox = a.db.outbox
 	srv, err := httpapi.New(opts)
 	if err != nil {
 		return &exitError{code: 1, err: err}
@@ -160,4 +165,29 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 		return &exitError{code: 1, err: err}
 	}
 	return nil
+}
+
+// webhooks reads each endpoint's secret file, refusing one others can
+// read.
+func webhooks(cfgs []config.Webhook) ([]httpapi.Webhook, error) {
+	var out []httpapi.Webhook
+	for _, c := range cfgs {
+		fi, err := os.Stat(c.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("webhook %s: secret_file: %w", c.Name, err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("webhook %s: the secret file %s can be read by others (mode %v); chmod 600 it", c.Name, c.SecretFile, fi.Mode().Perm())
+		}
+		b, err := os.ReadFile(c.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("webhook %s: secret_file: %w", c.Name, err)
+		}
+		key, err := httpapi.ParseSecret(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("webhook %s: %s: %w", c.Name, c.SecretFile, err)
+		}
+		out = append(out, httpapi.Webhook{Name: c.Name, URL: c.URL, Secret: key, Events: c.Events})
+	}
+	return out, nil
 }

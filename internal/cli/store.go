@@ -30,8 +30,9 @@ type database struct {
 	wake func(ctx context.Context) <-chan struct{}
 	// feed is the durable event feed meka serve streams; nil for a store
 	// that keeps none.
-	feed  httpapi.FeedStore
-	close func() error
+	feed   httpapi.FeedStore
+	outbox httpapi.Outbox
+	close  func() error
 }
 
 func (d *database) Sessions() session.Store   { return d.sessions }
@@ -79,7 +80,7 @@ func (g *globals) openDB(ctx context.Context, cfg *config.Config) (*database, er
 
 // sqliteDatabase wraps an open SQLite file.
 func sqliteDatabase(db *sqlite.DB) *database {
-	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), feed: sqliteFeed{db.Feed()}, close: db.Close}
+	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), feed: sqliteFeed{db.Feed()}, outbox: sqliteOutbox{db.Outbox()}, close: db.Close}
 }
 
 // rowFeed stores the events appended rows cause (httpapi.RowEvents) with
@@ -173,4 +174,30 @@ func pgFeedEvents(evs []postgres.FeedEvent) []httpapi.Event {
 		out[i] = httpapi.Event{ID: e.ID, Entry: httpapi.Entry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}, Time: e.Time}
 	}
 	return out
+}
+
+// sqliteOutbox adapts the SQLite webhook outbox to httpapi.Outbox.
+type sqliteOutbox struct{ o *sqlite.Outbox }
+
+func (s sqliteOutbox) Fill(ctx context.Context, endpoint string, types []string, now time.Time, limit int) (int, error) {
+	return s.o.Fill(ctx, endpoint, types, now, limit)
+}
+
+func (s sqliteOutbox) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]httpapi.Delivery, error) {
+	ds, err := s.o.Claim(ctx, owner, now, lease, limit)
+	out := make([]httpapi.Delivery, len(ds))
+	for i, d := range ds {
+		e := d.Event
+		out[i] = httpapi.Delivery{ID: d.ID, Endpoint: d.Endpoint, Attempt: d.Attempt,
+			Event: httpapi.Event{ID: e.ID, Entry: httpapi.Entry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}, Time: e.Time}}
+	}
+	return out, err
+}
+
+func (s sqliteOutbox) Settle(ctx context.Context, id int64, owner, status string, attempt int, next time.Time, lastError string) (bool, error) {
+	return s.o.Settle(ctx, id, owner, status, attempt, next, lastError)
+}
+
+func (s sqliteOutbox) Disable(ctx context.Context, endpoint string) error {
+	return s.o.Disable(ctx, endpoint)
 }

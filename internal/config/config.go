@@ -245,6 +245,19 @@ type Serve struct {
 	// RelayProviderErrors is whether a provider's own error text reaches
 	// clients, capped, beside meka's sentence.
 	RelayProviderErrors bool
+	// Webhooks are the endpoints meka serve posts feed events to, by name.
+	Webhooks []Webhook
+}
+
+// Webhook is one [serve.webhooks.NAME] endpoint.
+type Webhook struct {
+	Name string
+	URL  string
+	// SecretFile holds the endpoint's whsec_ secret, resolved against the
+	// config file's directory; meka serve refuses a file others can read.
+	SecretFile string
+	// Events are the feed event types sent; "*" sends all.
+	Events []string
 }
 
 // Store is the [store] table: where sessions, their locks and jobs are

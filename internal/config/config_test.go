@@ -30,7 +30,7 @@ func TestDefault(t *testing.T) {
 		t.Errorf("schedule = %+v, want %+v", c.Schedule, wantSched)
 	}
 	wantServe := Serve{Listen: "127.0.0.1:7878", IdleTimeout: 24 * time.Hour, IdleSweepInterval: 5 * time.Minute, RelayProviderErrors: true}
-	if c.Serve != wantServe {
+	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("serve = %+v, want %+v", c.Serve, wantServe)
 	}
 	if c.MCP.DefaultPermission != permission.Unrestricted || len(c.MCP.Servers) != 0 {
@@ -187,7 +187,7 @@ func TestParseFull(t *testing.T) {
 		t.Errorf("schedule = %+v", s)
 	}
 	wantServe := Serve{Listen: "[::1]:9000", IdleTimeout: 30 * time.Minute, IdleSweepInterval: time.Minute, RelayProviderErrors: false}
-	if c.Serve != wantServe {
+	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("serve = %+v, want %+v", c.Serve, wantServe)
 	}
 	ws := permission.Workspace
@@ -342,6 +342,9 @@ func TestParseErrors(t *testing.T) {
 		{"empty timezone", "[schedule]\ntimezone = \"\"\n", 2, "schedule.timezone", "empty"},
 
 		{"bad listen", "[serve]\nlisten = \"7878\"\n", 2, "serve.listen", "not a host:port"},
+		{"webhook over plain http", "[serve.webhooks.ops]\nurl = \"http://hooks.example/m\"\nsecret_file = \"s\"\nevents = [\"*\"]\n", 2, "serve.webhooks.ops.url", "only for a loopback receiver"},
+		{"webhook without events", "[serve.webhooks.ops]\nurl = \"https://hooks.example/m\"\nsecret_file = \"s\"\nevents = []\n", 4, "serve.webhooks.ops.events", "no events"},
+		{"webhook without secret", "[serve.webhooks.ops]\nurl = \"https://hooks.example/m\"\nevents = [\"*\"]\n", 1, "serve.webhooks.ops", "missing secret_file"},
 		{"bad listen port", "[serve]\nlisten = \"127.0.0.1:http\"\n", 2, "serve.listen", "no valid port"},
 
 		{"mcp both", "[mcp.servers.x]\ncommand = \"a\"\nurl = \"https://x\"\n", 3, "mcp.servers.x.url", "not both"},

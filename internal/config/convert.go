@@ -312,6 +312,57 @@ func (c *converter) serve(s *Serve, fs *fileServe) {
 	if fs.RelayProviderErrors != nil {
 		s.RelayProviderErrors = *fs.RelayProviderErrors
 	}
+	names := make([]string, 0, len(fs.Webhooks))
+	for name := range fs.Webhooks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fw := fs.Webhooks[name]
+		wkey := func(k string) []string { return keyPath("serve", "webhooks", name, k) }
+		w := Webhook{Name: name, Events: fw.Events}
+		switch {
+		case fw.URL == nil:
+			c.fail(keyPath("serve", "webhooks", name), nil, "missing url")
+		default:
+			w.URL = *fw.URL
+			if msg := checkWebhookURL(w.URL); msg != "" {
+				c.fail(wkey("url"), nil, "%s", msg)
+			}
+		}
+		switch {
+		case fw.SecretFile == nil || *fw.SecretFile == "":
+			c.fail(keyPath("serve", "webhooks", name), nil, "missing secret_file (a file holding whsec_ and a base64 secret, mode 0600)")
+		default:
+			w.SecretFile = *fw.SecretFile
+			if !filepath.IsAbs(w.SecretFile) && c.file != "" {
+				w.SecretFile = filepath.Join(filepath.Dir(c.file), w.SecretFile)
+			}
+		}
+		if len(fw.Events) == 0 {
+			c.fail(wkey("events"), nil, "no events: name the event types to send, such as [\"schedule.fired\", \"turn.completed\"], or [\"*\"]")
+		}
+		s.Webhooks = append(s.Webhooks, w)
+	}
+}
+
+// checkWebhookURL accepts https, and http only to a loopback host.
+func checkWebhookURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "not a URL such as \"https://hooks.example/meka\""
+	}
+	switch u.Scheme {
+	case "https":
+		return ""
+	case "http":
+		h := u.Hostname()
+		if h == "localhost" || net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback() {
+			return ""
+		}
+		return "plain http is only for a loopback receiver; use https"
+	}
+	return "the scheme must be https (or http to a loopback receiver)"
 }
 
 func (c *converter) store(s *Store, fs *fileStore) {

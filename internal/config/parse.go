@@ -79,10 +79,17 @@ type fileSchedule struct {
 }
 
 type fileServe struct {
-	Listen              *string `toml:"listen" want:"a host:port address, such as \"127.0.0.1:7878\""`
-	IdleTimeout         *string `toml:"idle_timeout" want:"a duration string such as \"30m\" or \"1h 30m\""`
-	IdleSweepInterval   *string `toml:"idle_sweep_interval" want:"a duration string such as \"30m\" or \"1h 30m\""`
-	RelayProviderErrors *bool   `toml:"relay_provider_errors"`
+	Listen              *string                `toml:"listen" want:"a host:port address, such as \"127.0.0.1:7878\""`
+	IdleTimeout         *string                `toml:"idle_timeout" want:"a duration string such as \"30m\" or \"1h 30m\""`
+	IdleSweepInterval   *string                `toml:"idle_sweep_interval" want:"a duration string such as \"30m\" or \"1h 30m\""`
+	RelayProviderErrors *bool                  `toml:"relay_provider_errors"`
+	Webhooks            map[string]fileWebhook `toml:"webhooks" want:"a table of webhooks, one [serve.webhooks.NAME] table each"`
+}
+
+type fileWebhook struct {
+	URL        *string  `toml:"url" want:"an http or https URL"`
+	SecretFile *string  `toml:"secret_file" want:"the path of a file holding a whsec_ secret"`
+	Events     []string `toml:"events" want:"an array of event types, such as \"schedule.fired\""`
 }
 
 type fileStore struct {

@@ -33,14 +33,15 @@ const token = "test-token-0123456789abcdef"
 // harness is a meka serve in process: a real SQLite file with its feed, a
 // host running the scripted model, the API on 127.0.0.1.
 type harness struct {
-	t    *testing.T
-	db   *sqlite.DB
-	prov *script.Provider
-	host *host.Host
-	srv  *httptest.Server
-	api  *httpapi.Server
-	cwd  string
-	spec *openapi
+	t      *testing.T
+	dbFile string
+	db     *sqlite.DB
+	prov   *script.Provider
+	host   *host.Host
+	srv    *httptest.Server
+	api    *httpapi.Server
+	cwd    string
+	spec   *openapi
 }
 
 type sqliteFeed struct{ f *sqlite.Feed }
@@ -84,7 +85,8 @@ func newHarness(t *testing.T, rounds string) *harness {
 // newHarnessWith is newHarness with more extensions in every session.
 func newHarnessWith(t *testing.T, rounds string, more ...host.ExtensionFunc) *harness {
 	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meka.db"), sqlite.Options{Feed: rowFeed})
+	dbFile := filepath.Join(t.TempDir(), "meka.db")
+	db, err := sqlite.Open(t.Context(), dbFile, sqlite.Options{Feed: rowFeed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func newHarnessWith(t *testing.T, rounds string, more ...host.ExtensionFunc) *ha
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, db: db, prov: script.New(sc)}
+	h := &harness{t: t, dbFile: dbFile, db: db, prov: script.New(sc)}
 	h.cwd, _ = host.Canonical(t.TempDir())
 	h.host, err = host.New(host.Options{
 		Store:  db.Sessions(),
@@ -348,3 +350,7 @@ func (o *openapi) event(t *testing.T, b []byte) {
 		t.Errorf("openapi: event %s: %v", b, err)
 	}
 }
+
+func (h *harness) dbPath() string { return h.dbFile }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

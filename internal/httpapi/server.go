@@ -47,6 +47,14 @@ type Options struct {
 	// IdleTimeout releases sessions untouched this long, checked every
 	// SweepInterval; zero means never.
 	IdleTimeout, SweepInterval time.Duration
+	// Webhooks are the endpoints feed events are posted to, through
+	// Outbox, which several hosts on one database share.
+	Webhooks []Webhook
+	Outbox   Outbox
+	// RetrySchedule replaces Standard Webhooks' waits between attempts,
+	// and WebhookPoll how often the outbox is read, for tests.
+	RetrySchedule []time.Duration
+	WebhookPoll   time.Duration
 	// Version is reported nowhere unauthenticated.
 	Version string
 	Logger  *slog.Logger
@@ -172,6 +180,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	go func() {
 		defer wg.Done()
 		s.sweep(ctx, done)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.deliverWebhooks(ctx, done)
 	}()
 	go func() {
 		<-ctx.Done()
