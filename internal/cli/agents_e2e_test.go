@@ -72,4 +72,10 @@ func TestSubAgentEndToEnd(t *testing.T) {
 	if code != 0 || !strings.Contains(showKid, "agent:   scout") || !strings.Contains(showKid, "The tree is fine.") {
 		t.Fatalf("sessions show of the child:\n%s", showKid)
 	}
+	if _, errOut, code := run(t, work, env, "sessions", "fork", kid); code == 0 || !strings.Contains(errOut, "agent_followup") {
+		t.Errorf("sessions fork of a sub-agent: code %d %q, want refused", code, errOut)
+	}
+	if _, errOut, code := run(t, work, env, "-r", kid, "--oneshot", "hi"); code == 0 || !strings.Contains(errOut, "agent_followup") {
+		t.Errorf("meka -r of a sub-agent: code %d %q, want refused", code, errOut)
+	}
 }

@@ -30,6 +30,11 @@ continue the copy with meka -r NEWID.`,
 		ValidArgsFunction: g.completeSessionIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withSessions(cmd.Context(), g, args[0], func(st session.Store, m session.Meta, last int64) error {
+				if m.ParentID != "" {
+					// The copy would be a sibling under the same parent that
+					// nothing could drive.
+					return usageError("session %s is a sub-agent's session and cannot be forked: continue it with agent_followup from its parent", shortSessionID(m.ID))
+				}
 				through := int64(-1)
 				if cmd.Flags().Changed("turn") {
 					if turn < 0 || turn > last {
