@@ -149,3 +149,35 @@ func TestServerClock(t *testing.T) {
 		t.Errorf("Now = %v, %v from this machine's clock on one machine", got, d)
 	}
 }
+
+// TestDeliveryRecorded checks that an advance after a delivery records
+// the occurrence and its owner once, and keeps only the job's last.
+func TestDeliveryRecorded(t *testing.T) {
+	ctx := t.Context()
+	db := open(t, pgtest.NewDatabase(t), postgres.Options{})
+	m, err := db.Sessions().Create(ctx, session.Meta{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 8, 11, 13, 0, 0, 0, time.UTC)
+	s := db.Schedules()
+	j, err := s.Create(ctx, postgres.Job{SessionID: m.ID, Prompt: "p", Kind: "every", Interval: time.Hour, NextAt: t0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, owner := range []string{"a", "b"} {
+		at := t0.Add(time.Duration(i) * time.Hour)
+		if got, err := s.Claim(ctx, postgres.Claim{IDs: []string{j.ID}, Owner: owner, Now: at, Until: at.Add(time.Minute)}); err != nil || len(got) != 1 {
+			t.Fatalf("claim %d: %v %v", i, got, err)
+		}
+		if ok, err := s.Advance(ctx, j.ID, owner, postgres.Advance{NextAt: at.Add(time.Hour), FiredAt: at}); !ok || err != nil {
+			t.Fatalf("advance %d: %v %v", i, ok, err)
+		}
+		if who, err := s.Delivered(ctx, j.ID, at); err != nil || who != owner {
+			t.Errorf("occurrence %v delivered by %q (%v), want %s", at, who, err, owner)
+		}
+	}
+	if who, _ := s.Delivered(ctx, j.ID, t0); who != "" {
+		t.Errorf("an older occurrence is still recorded (by %s)", who)
+	}
+}

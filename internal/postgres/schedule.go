@@ -330,6 +330,17 @@ func prefixed(alias, columns string) string {
 	return strings.Join(cols, ", ")
 }
 
+// Delivered returns the owner recorded as having delivered a job's
+// occurrence at, "" when none is.
+func (s *Schedules) Delivered(ctx context.Context, jobID string, at time.Time) (string, error) {
+	var owner string
+	err := s.db.pool.QueryRow(ctx, `SELECT owner FROM schedule_fired WHERE job_id = $1 AND occurrence = $2`, jobID, micro(at)).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return owner, wrapErr("read delivery of job "+jobID, err)
+}
+
 // Advance is what ends a delivered or spent occurrence.
 type Advance struct {
 	NextAt time.Time
@@ -342,9 +353,10 @@ type Advance struct {
 // Advance applies a to the job if owner still holds its lease, and
 // reports whether it did; a job canceled meanwhile is left gone. A
 // delivery (FiredAt set) records the occurrence under its unique key
-// (job, occurrence) in the same statement: an occurrence already
-// recorded as delivered (by a host whose lease had run out) fails the
-// advance rather than counting twice.
+// (job, occurrence) in the same statement, with the owner that delivered
+// it. What makes an occurrence fire once is the claim, a conditional
+// write on the job's row that one host wins; the record is kept for the
+// job's last delivery and says which host that was.
 func (s *Schedules) Advance(ctx context.Context, id, owner string, a Advance) (bool, error) {
 	if err := s.db.checkOpen(); err != nil {
 		return false, fmt.Errorf("advance job: %w", err)
@@ -354,6 +366,8 @@ func (s *Schedules) Advance(ctx context.Context, id, owner string, a Advance) (b
 ), fired AS (
 	INSERT INTO schedule_fired (job_id, occurrence, owner, fired_at)
 	SELECT id, next_at, $2, $4 FROM cur WHERE $4::timestamptz IS NOT NULL
+	ON CONFLICT (job_id, occurrence) DO NOTHING
+	RETURNING 1
 ), pruned AS (
 	DELETE FROM schedule_fired f USING cur WHERE f.job_id = cur.id AND f.occurrence < cur.next_at
 )
@@ -364,9 +378,6 @@ UPDATE schedule_jobs j SET
 	lease_owner = '', lease_until = NULL, failed_claims = 0
 FROM cur WHERE j.id = cur.id`,
 		id, owner, micro(a.NextAt), optional(a.FiredAt), a.Baseline, a.Baseline == nil)
-	if pgCode(err) == codeUniqueViolation {
-		return false, fmt.Errorf("advance job %s: the occurrence was delivered already", id)
-	}
 	if err != nil {
 		return false, fmt.Errorf("advance job %s: %w", id, err)
 	}
