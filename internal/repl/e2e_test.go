@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/creack/pty"
@@ -290,5 +292,55 @@ func TestE2EPlainMode(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "meka -r ") {
 		t.Errorf("stderr %q", errOut.String())
+	}
+}
+
+// `meka "prompt"` opens the screen with that first message.
+func TestE2EFirstPrompt(t *testing.T) {
+	p, _, _ := startMeka(t, `[{"text":"Hi there."}]`, "", "say hi")
+	p.wait("Hi there.")
+	_, all := p.quit()
+	inOrder(t, all, "> say hi", "Hi there.", "Resume this session with: meka -r ")
+}
+
+// /fork continues in a copy; quitting names the copy. /cd moves the
+// session to another directory, recorded canonically.
+func TestE2EForkAndCd(t *testing.T) {
+	p, _, work := startMeka(t, `[{"text":"First answer."}]`, "")
+	p.wait("shift+tab level")
+	p.keys("first question\r")
+	p.wait("First answer.")
+	p.keys("/status\r")
+	p.wait("(answered here; no model call)")
+	sub := filepath.Join(work, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.keys("/cd sub\r")
+	p.wait("sub, profile test)")
+	p.keys("/fork\r")
+	p.term.waitFor(t, "the fork", func(s string) bool { return strings.Count(s, ", profile test)") == 2 })
+	_, all := p.quit()
+	ids := regexpSession.FindAllStringSubmatch(all, -1)
+	if len(ids) != 2 || ids[0][1] == ids[1][1] {
+		t.Fatalf("sessions said %q in:\n%s", ids, all)
+	}
+	if !strings.Contains(all, "Resume this session with: meka -r "+ids[1][1]) {
+		t.Errorf("quitting does not name the fork %s:\n%s", ids[1][1], all)
+	}
+}
+
+var regexpSession = regexp.MustCompile(`session ([0-9a-f]{8}) in `)
+
+// SIGTERM ends the screen like Ctrl+C ends a turn: exit 143, the session
+// released.
+func TestE2ESigterm(t *testing.T) {
+	p, _, _ := startMeka(t, `[{"text":"x"}]`, "")
+	p.wait("shift+tab level")
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	err := p.cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 143 {
+		t.Fatalf("exit: %v", err)
 	}
 }
