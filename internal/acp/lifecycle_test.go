@@ -403,3 +403,31 @@ func TestPromptOverMaxRequestBytes(t *testing.T) {
 		t.Fatalf("a prompt within the bound: %+v", r)
 	}
 }
+
+// TestProfileGone: a session whose profile left the config is refused
+// with InvalidParams by fork, as by load and resume, and nothing is made.
+func TestProfileGone(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	id := h.newSession()
+	if err := h.lookup(id).session().Update(t.Context(), func(m *session.Meta) { m.Profile = "gone" }); err != nil {
+		t.Fatal(err)
+	}
+	h.call("session/close", SessionIDRequest{SessionID: id}, nil)
+	before, err := h.host.Store().List(t.Context(), session.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"session/fork", "session/load", "session/resume"} {
+		e := h.callErr(method, LoadSessionRequest{SessionID: id, Cwd: h.cwd, McpServers: []json.RawMessage{}})
+		if e.Code != jsonrpc.InvalidParams || !strings.Contains(e.Message, `profile "gone"`) {
+			t.Errorf("%s: %d %s", method, e.Code, e.Message)
+		}
+	}
+	after, err := h.host.Store().List(t.Context(), session.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Sessions) != len(before.Sessions) {
+		t.Errorf("a refused fork made a session: %d, then %d", len(before.Sessions), len(after.Sessions))
+	}
+}

@@ -74,8 +74,8 @@ func (s *server) open(ctx context.Context, op string, p *LoadSessionRequest) (*h
 	if meta.ParentID != "" {
 		return nil, invalidParams("session %s is a sub-agent's session: continue that conversation with agent_followup from its parent", meta.ID)
 	}
-	if meta.Profile != "" && len(s.opts.Profiles) > 0 && !slices.Contains(s.opts.Profiles, meta.Profile) {
-		return nil, invalidParams("session %s runs on profile %q, which config.toml no longer has: restore the profile, or move the session with meka -r %s --profile <name>", meta.ID, meta.Profile, meta.ID)
+	if err := s.profileGone(meta); err != nil {
+		return nil, err
 	}
 	if e := s.lookup(meta.ID); e != nil {
 		if e.busy() {
@@ -90,6 +90,15 @@ func (s *server) open(ctx context.Context, op string, p *LoadSessionRequest) (*h
 		return nil, s.sessionError(op, meta.ID, err)
 	}
 	return hs, nil
+}
+
+// profileGone refuses a session whose profile config.toml no longer has:
+// the client asked for something meka cannot serve as it stands.
+func (s *server) profileGone(meta session.Meta) error {
+	if meta.Profile != "" && len(s.opts.Profiles) > 0 && !slices.Contains(s.opts.Profiles, meta.Profile) {
+		return invalidParams("session %s runs on profile %q, which config.toml no longer has: restore the profile, or move the session with meka -r %s --profile <name>", meta.ID, meta.Profile, meta.ID)
+	}
+	return nil
 }
 
 func (s *server) loadSession(ctx context.Context, p *LoadSessionRequest) (*LoadSessionResponse, error) {
@@ -125,6 +134,9 @@ func (s *server) forkSession(ctx context.Context, p *LoadSessionRequest) (*NewSe
 	}
 	if meta.ParentID != "" {
 		return nil, invalidParams("session %s is a sub-agent's session and cannot be forked: continue it with agent_followup from its parent", meta.ID)
+	}
+	if err := s.profileGone(meta); err != nil {
+		return nil, err
 	}
 	if src, ok := h.Get(meta.ID); ok {
 		if src.Busy() {
