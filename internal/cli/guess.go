@@ -23,8 +23,6 @@ var bareWords = map[string]string{
 	"resume":   "meka -r ID",
 	"continue": "meka -c",
 	"jobs":     "meka schedule list",
-	"init":     "meka (no setup is needed; see meka --help)",
-	"login":    "export OPENAI_API_KEY or ANTHROPIC_API_KEY (see meka --help)",
 }
 
 // refuseMistake returns a usage error when args, the root command's
