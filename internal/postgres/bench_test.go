@@ -41,8 +41,22 @@ func round(turn int64, n int) []session.Row {
 
 // BenchmarkAppendRound appends one round (4 rows, 6 KB of JSON) per op
 // under a held lock, so every append is fenced.
+// With "feed", each row also stores a feed event in the append's
+// transaction, as meka's composition root asks.
 func BenchmarkAppendRound(b *testing.B) {
-	db := open(b, pgtest.NewDatabase(b), postgres.Options{})
+	feed := func(sid string, rows []session.Row) []postgres.FeedEntry {
+		out := make([]postgres.FeedEntry, len(rows))
+		for i, r := range rows {
+			out[i] = postgres.FeedEntry{SessionID: sid, Turn: r.Turn, Type: r.Entry.Kind(), Data: json.RawMessage(fmt.Sprintf(`{"row":%d}`, r.Seq))}
+		}
+		return out
+	}
+	b.Run("plain", func(b *testing.B) { benchAppend(b, postgres.Options{}) })
+	b.Run("feed", func(b *testing.B) { benchAppend(b, postgres.Options{Feed: feed}) })
+}
+
+func benchAppend(b *testing.B, opts postgres.Options) {
+	db := open(b, pgtest.NewDatabase(b), opts)
 	ctx := b.Context()
 	m, err := db.Sessions().Create(ctx, session.Meta{Cwd: "/w"})
 	if err != nil {
