@@ -207,13 +207,16 @@ func (l *Lock) release(ctx context.Context) error {
 }
 
 // refresh extends the lease until ctx is done or the lock is lost. A
-// refresh that fails (the server is unreachable) is tried again at the
-// next tick: the lease has two more in it, and past it another host may
-// take the session, which the fence then enforces.
+// refresh that fails (the server is unreachable) is retried with backoff,
+// from 100ms up to the usual interval, so a lock outlives an outage
+// shorter than its lease; past the lease another host may take the
+// session, which the fence then enforces.
 func (l *Lock) refresh(ctx context.Context) {
 	defer close(l.done)
 	lease := l.db.opts.LockLease
-	t := time.NewTicker(lease / 3)
+	every := lease / 3
+	retry := min(100*time.Millisecond, every)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -227,11 +230,16 @@ WHERE session_id = $2 AND fence = $3`, leaseArg(lease), l.sessionID, l.fence)
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			l.db.log.Warn("refresh session lock", "session_id", l.sessionID, "err", err)
+			l.db.log.Warn("refresh session lock", "session_id", l.sessionID, "err", err, "retry_in", retry)
+			t.Reset(retry)
+			retry = min(2*retry, every)
+			continue
 		case tag.RowsAffected() == 0:
 			l.db.log.Warn("session lock lost", "session_id", l.sessionID)
 			close(l.lost)
 			return
 		}
+		retry = min(100*time.Millisecond, every)
+		t.Reset(every)
 	}
 }
