@@ -166,10 +166,15 @@ type entry struct {
 	done   chan struct{} // closed once task holds the outcome
 }
 
-// NewRegistry returns an empty registry. It starts nothing until Start.
+// NewRegistry returns an empty registry. It starts nothing until Start;
+// it kills the tasks a registry of the same directory left running when
+// the process that held it died.
 func NewRegistry(opts Options) *Registry {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Dir != "" {
+		_, _ = sandbox.KillRecorded(filepath.Join(opts.Dir, "running"))
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &Registry{opts: opts, ctx: ctx, cancel: cancel, tasks: make(map[string]*entry)}
@@ -259,8 +264,12 @@ func (r *Registry) Start(spec Spec) (Task, error) {
 	r.tasks[id] = e
 	r.order = append(r.order, id)
 	started = true
+	forget := sandbox.RecordGroup(filepath.Join(r.opts.Dir, "running"), run.Pid())
 	r.wg.Add(1)
-	go r.wait(e, ctx, run, out, tmp, stopTimer)
+	go func() {
+		r.wait(e, ctx, run, out, tmp, stopTimer)
+		forget()
+	}()
 	return e.task, nil
 }
 

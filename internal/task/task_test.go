@@ -3,6 +3,7 @@ package task
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -302,4 +303,42 @@ func assertGone(t *testing.T, pid int) {
 		}
 		return
 	}
+}
+
+// TestLeftoversOfADeadHolder: a registry on the directory of one whose
+// process died kills the tasks that one left running.
+func TestLeftoversOfADeadHolder(t *testing.T) {
+	dir := t.TempDir()
+	done := make(chan Task, 1)
+	r := NewRegistry(Options{Dir: dir, OnDone: func(t Task) { done <- t }})
+	t.Cleanup(func() { r.Close() })
+	p, read := fifo(t)
+	if _, err := r.Start(Spec{Command: "sleep 100 & echo $! > " + p + "; sleep 100", Env: testEnv, Mode: sandbox.Unrestricted}); err != nil {
+		t.Fatal(err)
+	}
+	bg := atoi(t, read())
+	notes, err := os.ReadDir(filepath.Join(dir, "running"))
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("running notes: %v, %v", notes, err)
+	}
+	// Make the note's holder a process that has exited, as if this one
+	// had died.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	note := filepath.Join(dir, "running", notes[0].Name())
+	b, err := os.ReadFile(note)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, start, _ := strings.Cut(string(b), " ")
+	if err := os.WriteFile(note, []byte(strconv.Itoa(gone.Process.Pid)+" "+start), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	NewRegistry(Options{Dir: dir})
+	if got := <-done; got.State == Running {
+		t.Errorf("task = %+v, want ended", got)
+	}
+	assertGone(t, bg)
 }
