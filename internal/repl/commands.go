@@ -120,6 +120,9 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 		m.setLevel(l)
 		return nil, nil
 	case "plan":
+		if c := currentPlan(s); len(c.Items) > 0 || c.Total > 0 {
+			return planFull(m.st, c, w), nil
+		}
 		return planFull(m.st, m.plan, w), nil
 	case "usage":
 		return say("Rate-limit windows are reported only for subscription backends; this session's profile (%s) uses an API key, so there are none to show.", s.ProfileName()), nil
@@ -194,7 +197,8 @@ func (m *screen) switchSession(open func(ctx context.Context) (Session, error), 
 func (m *screen) commandDone(msg doneMsg) tea.Cmd {
 	if msg.next != nil && msg.next != m.sess {
 		m.hold(msg.next)
-		m.plan = currentPlan(msg.next)
+	} else if !m.busy {
+		m.plan = currentPlan(m.sess) // a rewind drops what its turn added
 	}
 	m.commit(msg.lines...)
 	if msg.compose != "" {

@@ -344,3 +344,22 @@ func TestE2ESigterm(t *testing.T) {
 		t.Fatalf("exit: %v", err)
 	}
 }
+
+// A resumed session shows the list its log adds up to, pinned, before
+// any change; /plan prints every item.
+func TestE2EResumeShowsPlan(t *testing.T) {
+	p, _, work := startMeka(t, `[
+	 {"tool_calls":[{"id":"a","name":"checklist_add","arguments":{"items":["write the parser","test the parser"]}}]},
+	 {"text":"Started."},{"text":"s"},{"text":"s"},{"text":"s"}]`, "")
+	p.wait("shift+tab level")
+	p.keys("build a parser\r")
+	p.wait("nudges in a row")
+	p.quit()
+	q := runPty(t, work, p.cmd.Env, "-c")
+	q.term.waitFor(t, "the pinned list", func(string) bool {
+		return strings.Contains(q.term.emu.String(), "Checklist  □ write the parser")
+	})
+	q.keys("/plan\r")
+	q.wait("0 of 2 done")
+	q.quit()
+}

@@ -62,6 +62,7 @@ func runScreen(ctx context.Context, s Session, opts Options) (Session, error) {
 func (m *screen) hold(s Session) {
 	m.release()
 	m.sess = s
+	m.plan = currentPlan(s)
 	sid := s.ID()
 	send := m.send
 	m.unsub = s.Subscribe(func(ev agent.Event) { send(eventMsg{sid: sid, ev: ev}) })
@@ -76,10 +77,22 @@ func (m *screen) release() {
 	}
 }
 
-// currentPlan is the plan a newly held session shows. The engine does not
-// yet expose its folds' state, so a resumed or forked session's list
-// appears with its next change.
-func currentPlan(Session) plan.Changed { return plan.Changed{} }
+// planner is what a Session offers when it can say what its plan adds up
+// to now (a host session does).
+type planner interface {
+	Plan() (plan.Changed, bool)
+}
+
+// currentPlan is the plan s's log adds up to: what a resumed, rewound or
+// forked session shows before its next change.
+func currentPlan(s Session) plan.Changed {
+	if p, ok := s.(planner); ok {
+		if c, ok := p.Plan(); ok {
+			return c
+		}
+	}
+	return plan.Changed{}
+}
 
 // frameWriter is the program's output; its first write is the first
 // frame, after which commits may print.
