@@ -55,6 +55,7 @@ var allowed = map[string][]string{
 	"plan/todo":         {"plan", "agent", "tool", "session", "model", "permission"},
 	"plan/writetodos":   {"plan", "agent", "tool", "session", "model", "permission"},
 	"internal/subagent": {"agent", "tool", "session", "model", "permission"},
+	"internal/memory":   {"agent", "tool", "session", "model", "permission"},
 	// L4
 	// host satisfies subagent.Spawner, so it knows the interface's types.
 	"internal/host": {"agent", "plan", "session", "tool", "permission", "model", "internal/task",

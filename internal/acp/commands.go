@@ -11,12 +11,13 @@ import (
 )
 
 // This file holds the slash commands meka answers itself, with no model
-// call: /status, /mcp and /usage.
+// call: /status, /mcp, /usage and /memories.
 
 var builtinCommands = []AvailableCommand{
 	{Name: "status", Description: "Show the session's permission level, profile, model, context usage and tokens"},
 	{Name: "mcp", Description: "Show the configured MCP servers and their connection status"},
 	{Name: "usage", Description: "Show the account's rate-limit windows (subscription backends only)"},
+	{Name: "memories", Description: "Show the memories this session sees: its project's, or yours on no project"},
 }
 
 // commands is the palette: the built-in commands, then the skills hs
@@ -80,6 +81,13 @@ func (e *entry) runLocal(ctx context.Context, cmd string) *PromptResponse {
 		text = e.status()
 	case "mcp":
 		text = e.s.opts.Host.MCPReport()
+	case "memories":
+		t, err := e.session().Memories(ctx)
+		if err != nil {
+			e.s.log.Error("acp: /memories", "session_id", e.id, "err", err)
+			t = "The memories could not be read."
+		}
+		text = strings.TrimRight(t, "\n")
 	case "usage":
 		text = "Rate-limit windows are reported only for subscription backends; this session's profile (" + e.session().Profile().Name + ") uses an API key, so there are none to show."
 	}

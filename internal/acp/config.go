@@ -3,9 +3,12 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 
+	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 )
@@ -66,7 +69,62 @@ func (e *entry) configOptions() []SessionConfigOption {
 		appr.Type, appr.CurrentValue = "select", onOff(hs.Approvals())
 		appr.Options = []SessionConfigSelectOption{{Value: "on", Name: "On"}, {Value: "off", Name: "Off"}}
 	}
-	return []SessionConfigOption{perm, prof, appr}
+	opts := []SessionConfigOption{perm, prof}
+	if proj, ok := e.projectOption(); ok {
+		opts = append(opts, proj)
+	}
+	return append(opts, appr)
+}
+
+// noProject is the project picker's value for no project: no project
+// name can have parentheses.
+const noProject = "(none)"
+
+// projectOption is the project picker, offered where a project exists.
+func (e *entry) projectOption() (SessionConfigOption, bool) {
+	names, err := e.s.opts.Host.Projects(e.s.base)
+	if err != nil {
+		e.s.log.Error("acp: list projects", "err", err)
+	}
+	if len(names) == 0 {
+		return SessionConfigOption{}, false
+	}
+	current := e.session().Project()
+	if current == "" {
+		current = noProject
+	}
+	o := SessionConfigOption{ID: "project", Name: "Project", Type: "select", CurrentValue: current,
+		Description: "The project the session is on: its memories are the ones the model sees."}
+	o.Options = append(o.Options, SessionConfigSelectOption{Value: noProject, Name: "No project"})
+	for _, n := range names {
+		o.Options = append(o.Options, SessionConfigSelectOption{Value: n, Name: n})
+	}
+	return o, true
+}
+
+// switchProject moves the session onto another project, refused while a
+// turn is in flight and for a name no project has, the row left as it was.
+func (e *entry) switchProject(ctx context.Context, name string) error {
+	if name == noProject {
+		name = ""
+	}
+	e.mu.Lock()
+	busy := e.inFlight || e.switching || e.hs.Busy()
+	hs := e.hs
+	e.mu.Unlock()
+	if busy {
+		return errBusy("project")
+	}
+	err := hs.SetProject(ctx, name)
+	switch {
+	case errors.Is(err, host.ErrNoProject):
+		return invalidParams("unknown project %q", name)
+	case errors.Is(err, agent.ErrBusy):
+		return errBusy("project")
+	case err != nil:
+		return e.s.sessionError("switch project", e.id, err)
+	}
+	return nil
 }
 
 func onOff(b bool) string {
@@ -146,7 +204,9 @@ func (s *server) setConfigOption(ctx context.Context, p *SetSessionConfigOptionR
 			return nil, err
 		}
 	case "project":
-		return nil, invalidParams("no project exists, so there is none to move the session to")
+		if err := e.switchProject(ctx, v); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, invalidParams("unknown config option %q", p.ConfigID)
 	}

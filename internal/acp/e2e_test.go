@@ -106,6 +106,8 @@ type scenario struct {
 	level  string // the default permission level
 	extra  string // more config
 	files  map[string]string
+	// projects are created (meka projects add) before the client starts.
+	projects []string
 	// check, when set, asserts on what the model was sent.
 	check func(t *testing.T, reqs []modeltest.Recorded)
 }
@@ -180,6 +182,11 @@ var scenarios = []scenario{
 }
 
 func init() {
+	scenarios = append(scenarios, scenario{name: "memories", level: "workspace", projects: []string{"web"}, rounds: `[
+		{"tool_calls": [{"id": "m1", "name": "memory_write", "arguments": {"text": "user likes tabs"}}]}, {"text": "noted"},
+		{"tool_calls": [{"id": "r1", "name": "file_find", "arguments": {"pattern": "*.md"}}]}, {"stall": "response"},
+		{"tool_calls": [{"id": "m2", "name": "memory_write", "arguments": {"text": "web deploys with make ship"}}]}, {"text": "noted"}]`,
+		check: checkMemoryRequests})
 	scenarios = append(scenarios, scenario{name: "skills", level: "workspace", rounds: `[
 		{"text": "deployed"}, {"text": "a directory"}, {"text": "no such command"},
 		{"tool_calls": [{"id": "sw", "name": "skill_write", "arguments": {"name": "notes", "description": "Keep notes.", "body": "NOTES-BODY"}}]},
@@ -192,6 +199,44 @@ func init() {
 			".agents/skills/broken/SKILL.md": "no front matter\n",
 		},
 		check: checkSkillRequests})
+}
+
+// checkMemoryRequests: every request ends with the memories the session
+// sees then, as a message of their own: the user's on no project, the
+// project's once it moved.
+func checkMemoryRequests(t *testing.T, reqs []modeltest.Recorded) {
+	if len(reqs) != 6 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	lastUser := func(i int) string {
+		var b struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(reqs[i].Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		m := b.Messages[len(b.Messages)-1]
+		s, _ := m.Content.(string)
+		return m.Role + ": " + s
+	}
+	for i, want := range []string{
+		"user: remember that I like tabs",
+		"user: [Memories: your own (no project); newest first.",
+		"user: [Memories: your own (no project); newest first.",
+		"user: [Memories: your own (no project); newest first.",
+		"user: remember how web deploys",
+		"user: [Memories: project web; newest first.",
+	} {
+		if got := lastUser(i); !strings.HasPrefix(got, want) {
+			t.Errorf("request %d ends with %q, want %q...", i+1, got, want)
+		}
+	}
+	if got := lastUser(5); !strings.Contains(got, "- m2: web deploys with make ship") || strings.Contains(got, "tabs") {
+		t.Errorf("the project's memories: %q", got)
+	}
 }
 
 // checkSkillRequests: the skill's body follows the words of /deploy; the
@@ -311,13 +356,21 @@ default = %[2]q
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(dir, "run.mjs"), sc.name)
-	cmd.Dir = dir
-	cmd.Env = []string{
+	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
 		"MEKA_BIN=" + bin, "MEKA_WORKSPACE=" + ws, "MEKA_OUTSIDE=" + outside, "MEKA_CONFIG=" + cfgPath,
 		"MEKA_DATA_DIR=" + filepath.Join(home, "data"), "MEKA_TEST_KEY=test-key",
 	}
+	for _, p := range sc.projects {
+		add := exec.CommandContext(t.Context(), bin, "projects", "add", p)
+		add.Env = env
+		if out, err := add.CombinedOutput(); err != nil {
+			t.Fatalf("meka projects add %s: %v\n%s", p, err, out)
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), "node", filepath.Join(dir, "run.mjs"), sc.name)
+	cmd.Dir = dir
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -270,6 +270,12 @@ func resultContent(cs *callState, r session.ToolResult) []ToolCallContent {
 		if t := resultText(r); t != "" {
 			out = append(out, ToolCallContent{Type: "content", Content: ptr(TextBlock(t))})
 		}
+	case r.Change != "" && r.Status == session.StatusOK:
+		// A change with no file (a memory): the diff as a code block.
+		out = append(out, codeBlock("diff", r.Change))
+		if t := resultText(r); t != "" {
+			out = append(out, ToolCallContent{Type: "content", Content: ptr(TextBlock(t))})
+		}
 	default:
 		for _, p := range r.Content {
 			switch p := p.(type) {

@@ -111,7 +111,7 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		Store:       db.Sessions(),
 		Profiles:    func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
 		Tools:       builtinTools(cfg, g.mekaState(dataDir), dataDir),
-		Extensions:  append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents))...),
+		Extensions:  append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents), memoryExtension(db))...),
 		Definitions: definitions(agents),
 		Deny:        cfg.Tools.Deny,
 		Permissions: perms,
@@ -119,6 +119,8 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		Confinement: sandbox.Describe(cfg.Permissions.Network),
 		MCP:         servers,
 		Prompt:      g.promptOptions(cfg),
+		Projects:    projectNames(db),
+		Memories:    memoryList(db),
 		Now:         g.now,
 		Logger:      log,
 	})

@@ -44,7 +44,7 @@ func TestFirstRequestBudget(t *testing.T) {
 	for _, tl := range body.Tools {
 		names = append(names, tl.Function.Name)
 	}
-	for _, want := range []string{"file_read", "file_edit", "shell_execute", "skill_write"} {
+	for _, want := range []string{"file_read", "file_edit", "shell_execute", "skill_write", "memory_write", "memory_delete"} {
 		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
 			t.Errorf("tool %s not offered: %v", want, names)
 		}
@@ -103,5 +103,49 @@ func TestOneshotSkillAndInstructions(t *testing.T) {
 	show, _, _ := run(t, work, env, "sessions", "show", id)
 	if !strings.Contains(show, "user: /deploy to staging") || strings.Contains(show, "DEPLOY-BODY") {
 		t.Errorf("sessions show:\n%s", show)
+	}
+}
+
+// meka projects add/list, --project (a name no project has refused), and
+// meka memories list of what a one-shot turn remembered.
+func TestProjectsAndMemoriesCLI(t *testing.T) {
+	s, err := script.Parse([]byte(`{"rounds":[
+		{"tool_calls":[{"id":"m","name":"memory_write","arguments":{"text":"web ships with make ship"}}]},
+		{"text":"noted."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	work := t.TempDir()
+	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1")
+	if out, errOut, code := run(t, work, env, "projects", "list"); code != 0 || !strings.Contains(out, "no projects") {
+		t.Fatalf("empty list: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := run(t, work, env, "projects", "add", "web", "--dir", work); code != 0 {
+		t.Fatalf("add: %q", errOut)
+	}
+	if _, errOut, code := run(t, work, env, "projects", "add", "web"); code == 0 || !strings.Contains(errOut, "already exists") {
+		t.Fatalf("add twice: %d %q", code, errOut)
+	}
+	if _, errOut, code := run(t, work, env, "projects", "add", "no/slash"); code != 2 || !strings.Contains(errOut, "project name") {
+		t.Fatalf("bad name: %d %q", code, errOut)
+	}
+	if out, _, _ := run(t, work, env, "projects", "list"); !strings.Contains(out, "web") || !strings.Contains(out, work) {
+		t.Fatalf("list: %q", out)
+	}
+	if _, errOut, code := run(t, work, env, "--oneshot", "--project", "nope", "hi"); code == 0 || !strings.Contains(errOut, "no such project") {
+		t.Fatalf("unknown project: %d %q", code, errOut)
+	}
+	if list, _, _ := run(t, work, env, "sessions", "list"); strings.Contains(list, "hi") {
+		t.Fatalf("a refused session was stored: %q", list)
+	}
+	if out, errOut, code := run(t, work, env, "--oneshot", "--project", "web", "remember how web ships"); code != 0 || out != "noted.\n" {
+		t.Fatalf("oneshot: %d %q %q", code, out, errOut)
+	}
+	if out, _, _ := run(t, work, env, "memories", "list", "--project", "web"); !strings.Contains(out, "- m1: web ships with make ship") {
+		t.Fatalf("project memories: %q", out)
+	}
+	if out, _, _ := run(t, work, env, "memories", "list"); !strings.Contains(out, "no memories in your own") {
+		t.Fatalf("user memories: %q", out)
 	}
 }

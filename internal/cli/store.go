@@ -32,7 +32,11 @@ type database struct {
 	// that keeps none.
 	feed   httpapi.FeedStore
 	outbox httpapi.Outbox
-	close  func() error
+	// projects and memories are kept in SQLite only so far; nil for
+	// PostgreSQL, where sessions stay on no project.
+	projects *sqlite.Projects
+	memories *sqlite.Memories
+	close    func() error
 }
 
 func (d *database) Sessions() session.Store   { return d.sessions }
@@ -80,7 +84,8 @@ func (g *globals) openDB(ctx context.Context, cfg *config.Config) (*database, er
 
 // sqliteDatabase wraps an open SQLite file.
 func sqliteDatabase(db *sqlite.DB) *database {
-	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), feed: sqliteFeed{db.Feed()}, outbox: sqliteOutbox{db.Outbox()}, close: db.Close}
+	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), feed: sqliteFeed{db.Feed()}, outbox: sqliteOutbox{db.Outbox()},
+		projects: db.Projects(), memories: db.Memories(), close: db.Close}
 }
 
 // rowFeed stores the events appended rows cause (httpapi.RowEvents) with

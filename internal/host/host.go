@@ -77,6 +77,8 @@ type Env struct {
 	DataDir string
 	// Level returns the session's level now.
 	Level func() permission.Level
+	// Project returns the project the session is on now ("" for none).
+	Project func() string
 	// Denied reports whether the [tools] filters remove a tool; a plugin
 	// whose tools are removed is off.
 	Denied func(name string) bool
@@ -141,6 +143,12 @@ type Options struct {
 	// ReadableDirs are directories every session may read beyond its
 	// workspace.
 	ReadableDirs []string
+	// Projects lists the projects' names, sorted; nil means there are
+	// none, so a session can only be on no project.
+	Projects func(ctx context.Context) ([]string, error)
+	// Memories renders the memories of a project ("" for the user's own),
+	// as /memories shows them; nil when none are kept.
+	Memories func(ctx context.Context, project string) (string, error)
 	// Prompt says where system prompts find instructions and skills.
 	Prompt PromptOptions
 	// Definitions resolves a named sub-agent definition for a session in
@@ -256,6 +264,9 @@ func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
 	}
 	if !h.opts.Permissions.Offers(level) {
 		return nil, fmt.Errorf("create session: %w: %s", ErrLevelNotEnabled, level)
+	}
+	if err := h.checkProject(ctx, o.Project); err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
 	}
 	prof, err := h.opts.Profiles(o.Profile)
 	if err != nil {

@@ -124,7 +124,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	}
 	s.tools = tool.NewRegistry(h.opts.Deny...)
 	s.tools.Allow(def.Tools...)
-	env := Env{SessionID: meta.ID, Meta: wide, Profile: prof, DataDir: s.dataDir, Level: s.Level,
+	env := Env{SessionID: meta.ID, Meta: wide, Profile: prof, DataDir: s.dataDir, Level: s.Level, Project: s.Project,
 		Files: &s.files, ReadableDirs: readable, Denied: s.tools.Denied, Depth: s.depth, Session: s}
 	// A sub-agent has no background tasks: nothing would be there to take
 	// their reports once its turn has answered the parent.

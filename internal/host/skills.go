@@ -122,7 +122,7 @@ type skillWriteTool struct{ s *Session }
 
 func (t *skillWriteTool) Spec() tool.Spec {
 	return tool.Spec{Name: skillWriteToolName, Level: permission.Workspace, Kind: tool.KindEdit,
-		Description: "Create or replace a skill in meka's skill store, for later sessions: a name (lowercase letters, digits, hyphens), a one-line description of when to use it, and the instructions.",
+		Description: "Create or replace a skill in meka's store for later sessions: a name (lowercase, digits, hyphens), a one-line description of when to use it, and the instructions.",
 		Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"body":{"type":"string"}},` +
 			`"required":["name","description","body"],"additionalProperties":false}`)}
 }

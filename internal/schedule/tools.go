@@ -39,20 +39,20 @@ The reply gives the next fire in local time: check it is what you meant.`
 var createSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
-    "prompt": {"type": "string", "minLength": 1, "description": "What to do when the job fires, written for a reader with no context."},
-    "every": {"type": "string", "description": "Recurring interval, e.g. \"30m\", \"1h 30m\", \"1.5h\"."},
+    "prompt": {"type": "string", "minLength": 1},
+    "every": {"type": "string"},
     "cron": {"type": "string", "description": "Five-field cron expression, e.g. \"0 9 * * 1-5\"."},
-    "at": {"type": "string", "description": "One instant, RFC 3339."},
-    "in": {"type": "string", "description": "One instant this long from now, e.g. \"20m\"."},
+    "at": {"type": "string"},
+    "in": {"type": "string"},
     "gate": {
       "type": "object",
       "properties": {
         "check": {
           "type": "object",
           "properties": {
-            "command": {"type": "string", "description": "Shell command run with sh -c."},
-            "tool": {"type": "string", "description": "Name of a tool to call."},
-            "arguments": {"type": "object", "description": "The tool's arguments."}
+            "command": {"type": "string"},
+            "tool": {"type": "string"},
+            "arguments": {"type": "object"}
           },
           "additionalProperties": false
         },
@@ -61,7 +61,7 @@ var createSchema = json.RawMessage(`{
             {"type": "string", "enum": ["changed", "succeeded"]},
             {"type": "object", "properties": {"matches": {"type": "string"}}, "required": ["matches"], "additionalProperties": false},
             {"type": "object", "properties": {
-              "at": {"type": "string", "description": "JSON pointer into the check's JSON result, e.g. \"/chats\"."},
+              "at": {"type": "string"},
               "is": {"anyOf": [
                 {"type": "string", "enum": ["changed", "not-empty", "empty", "true", "false"]},
                 {"type": "object", "properties": {"equals": {}}, "required": ["equals"], "additionalProperties": false}

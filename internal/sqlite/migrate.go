@@ -65,8 +65,9 @@ CREATE TABLE locks (
 	{5, "sub-agent call", `
 ALTER TABLE sessions ADD COLUMN parent_call_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT '';`},
-	{6, "feed", feedSchema},             // feed.go
-	{7, "webhook outbox", outboxSchema}, // outbox.go
+	{6, "feed", feedSchema},                    // feed.go
+	{7, "webhook outbox", outboxSchema},        // outbox.go
+	{8, "projects and memories", memorySchema}, // memory.go
 }
 
 // SchemaVersion is the version Open migrates a database to.

@@ -31,7 +31,7 @@ var findSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
     "pattern": {"type": "string", "description": "A glob. Without a slash it matches file names at any depth (*.go, *_test.go); with one, paths from the directory searched (src/**/*.ts, cmd/*/main.go). ** spans directories, {a,b} is either."},
-    "path": {"type": "string", "description": "The directory to search. Default: every workspace root."}
+    "path": {"type": "string", "description": "The directory to search."}
   },
   "required": ["pattern"],
   "additionalProperties": false

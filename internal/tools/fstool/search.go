@@ -49,7 +49,7 @@ var searchSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
     "pattern": {"type": "string", "description": "A regular expression (Go RE2 syntax), matched against each line. (?i) makes it case-insensitive."},
-    "path": {"type": "string", "description": "A file or directory to search. Default: every workspace root, the working directory first."},
+    "path": {"type": "string", "description": "A file or directory to search."},
     "glob": {"type": "string", "description": "Search only files matching this glob: without a slash it matches names (*.go), with one paths (src/**/*.ts)."},
     "scratchpad": {"type": "boolean", "description": "Write every match to a scratchpad file instead of stopping at 100."}
   },

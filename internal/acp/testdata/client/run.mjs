@@ -513,7 +513,7 @@ const scenarios = {
     check(skipped?.severity === "warning" && skipped.description.includes("must start with a --- line"), `skipped skill notice ${JSON.stringify(of(state, id, "notice"))}`);
     // The palette sent after session/new and again at the top of the prompt.
     check(of(state, id, "available_commands_update").length === 2, "palette updates");
-    check(JSON.stringify(names()) === '["status","mcp","usage","deploy"]', `palette ${JSON.stringify(names())}`);
+    check(JSON.stringify(names()) === '["status","mcp","usage","memories","deploy"]', `palette ${JSON.stringify(names())}`);
     check(palette().find((c) => c.name === "deploy")?.input?.hint === "additional context (optional)", "input hint");
     check(palette().find((c) => c.name === "status")?.description.startsWith("Show the session"), "a skill shadowed /status");
     await prompt(ctx, id, "/usr/lib is where?");
@@ -563,6 +563,42 @@ const scenarios = {
     check(titles.includes("mcp__t__ask form"), `tool titles ${JSON.stringify(titles)}`);
     const declined = of(state, id, "notice").map((n) => n.title);
     check(declined.some((t) => t.startsWith("Declined a request for input (url) from MCP server t")), `url notice: ${JSON.stringify(declined)}`);
+  },
+
+  // Projects and memories: a new session is on no project; memory_write's
+  // change comes as a diff; the project option moves the session (not
+  // mid-turn, not to a name no project has); /memories shows the notes the
+  // session sees now.
+  async memories(ctx, { state }) {
+    await init(ctx);
+    const s = await newSession(ctx);
+    const id = s.sessionId;
+    check(JSON.stringify(s.configOptions.map((o) => o.id)) === '["permission","profile","project","approvals"]', `options ${JSON.stringify(s.configOptions.map((o) => o.id))}`);
+    const proj = s.configOptions[2];
+    check(proj.currentValue === "(none)" && JSON.stringify(proj.options.map((o) => o.value)) === '["(none)","web"]', `project option ${JSON.stringify(proj)}`);
+    await prompt(ctx, id, "remember that I like tabs");
+    const done = of(state, id, "tool_call_update").find((u) => u.status === "completed");
+    const shown = JSON.stringify(done?.content ?? []);
+    check(shown.includes("```diff") && shown.includes("+user likes tabs") && shown.includes("--- memory m1"), `memory_write change ${shown}`);
+    let midTurn = null;
+    // The round after the tool call stalls, so the turn is in flight for
+    // sure when the switch arrives; the turn is then cancelled.
+    state.onCall = () => {
+      state.onCall = null;
+      midTurn = expectError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: id, configId: "project", value: "web" }), -32602, "project switch mid-turn")
+        .then(() => ctx.notify(acp.methods.agent.session.cancel, { sessionId: id }));
+    };
+    const r2 = await prompt(ctx, id, "remember again, still on no project");
+    check(r2.stopReason === "cancelled", `the stalled turn: ${r2.stopReason}`);
+    if (check(midTurn !== null, "no tool call to switch during")) await midTurn;
+    await expectError(ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: id, configId: "project", value: "nope" }), -32602, "unknown project");
+    const moved = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: id, configId: "project", value: "web" });
+    check(moved.configOptions[2].currentValue === "web", `after the switch ${JSON.stringify(moved.configOptions[2])}`);
+    await prompt(ctx, id, "remember how web deploys");
+    const before = of(state, id, "agent_message_chunk").length;
+    await prompt(ctx, id, "/memories");
+    const listed = textOf(of(state, id, "agent_message_chunk").slice(before));
+    check(listed.includes("Memories of project web") && listed.includes("web deploys with make ship") && !listed.includes("tabs"), `/memories ${listed}`);
   },
 
   async setmode(ctx, { state, client }) {
