@@ -208,6 +208,9 @@ func (e *Engine) runOne(ctx context.Context, p *pending) {
 			p.result.Content = append(p.result.Content, res.Content...)
 		}
 		p.result.Usage = res.Usage
+		// What the call recorded as it stopped (the signal that ended a
+		// command) is kept for front doors; folds take only StatusOK.
+		p.result.State = res.State
 	case errors.Is(err, tool.ErrUnavailable):
 		// Not meka's failure: the model hears it and can do without.
 		p.result = session.ToolResult{CallID: c.ID, Name: c.Name, Status: session.StatusError,

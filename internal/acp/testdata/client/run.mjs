@@ -376,7 +376,7 @@ const scenarios = {
   },
 
   async cancel(ctx, { state }) {
-    await init(ctx);
+    await init(ctx, { _meta: { terminal_output: true } });
     const { sessionId: id } = await newSession(ctx);
     let started;
     const running = new Promise((r) => { started = r; });
@@ -386,6 +386,9 @@ const scenarios = {
     await ctx.notify(acp.methods.agent.session.cancel, { sessionId: id });
     const r = await p;
     check(r.stopReason === "cancelled", `mid-turn cancel: ${r.stopReason}`);
+    // The cancelled command's terminal closes with the signal that ended it.
+    const exit = of(state, id, "tool_call_update").find((u) => u._meta?.terminal_exit)?._meta.terminal_exit;
+    check(exit?.signal === "SIGKILL" && exit.exit_code === null, `terminal_exit of the cancelled command: ${JSON.stringify(exit)}`);
     // A cancel sent straight after the prompt.
     const p2 = prompt(ctx, id, "sleep again");
     await ctx.notify(acp.methods.agent.session.cancel, { sessionId: id });
