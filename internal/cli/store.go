@@ -139,6 +139,7 @@ func openPostgres(ctx context.Context, url string, opts postgres.Options) (*data
 		leaseClock: db.Now,
 		wake:       db.WatchJobs,
 		feed:       pgFeed{db.Feed()},
+		outbox:     pgOutbox{db.Outbox()},
 		close:      db.Close,
 	}, nil
 }
@@ -204,5 +205,31 @@ func (s sqliteOutbox) Settle(ctx context.Context, id int64, owner, status string
 }
 
 func (s sqliteOutbox) Disable(ctx context.Context, endpoint string) error {
+	return s.o.Disable(ctx, endpoint)
+}
+
+// pgOutbox adapts the PostgreSQL webhook outbox to httpapi.Outbox.
+type pgOutbox struct{ o *postgres.Outbox }
+
+func (s pgOutbox) Fill(ctx context.Context, endpoint string, types []string, now time.Time, limit int) (int, error) {
+	return s.o.Fill(ctx, endpoint, types, now, limit)
+}
+
+func (s pgOutbox) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]httpapi.Delivery, error) {
+	ds, err := s.o.Claim(ctx, owner, now, lease, limit)
+	out := make([]httpapi.Delivery, len(ds))
+	for i, d := range ds {
+		e := d.Event
+		out[i] = httpapi.Delivery{ID: d.ID, Endpoint: d.Endpoint, Attempt: d.Attempt,
+			Event: httpapi.Event{ID: e.ID, Entry: httpapi.Entry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}, Time: e.Time}}
+	}
+	return out, err
+}
+
+func (s pgOutbox) Settle(ctx context.Context, id int64, owner, status string, attempt int, next time.Time, lastError string) (bool, error) {
+	return s.o.Settle(ctx, id, owner, status, attempt, next, lastError)
+}
+
+func (s pgOutbox) Disable(ctx context.Context, endpoint string) error {
 	return s.o.Disable(ctx, endpoint)
 }

@@ -126,6 +126,29 @@ CREATE TABLE feed (
 );
 CREATE INDEX feed_by_session ON feed (session_id, id);
 `},
+	{7, "webhook outbox", `
+-- Webhook deliveries, copied from the feed past each endpoint's cursor and
+-- keyed by (endpoint, event), so hosts that fill the outbox at once add
+-- each delivery once; a delivery is sent by whoever claims its lease.
+CREATE TABLE webhook_cursors (
+	endpoint text PRIMARY KEY,
+	after    bigint NOT NULL,
+	disabled boolean NOT NULL DEFAULT false -- the endpoint answered 410 Gone
+);
+CREATE TABLE webhook_outbox (
+	id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	endpoint    text NOT NULL,
+	event_id    bigint NOT NULL,
+	attempt     integer NOT NULL DEFAULT 0,
+	next_at     timestamptz NOT NULL,
+	lease_owner text NOT NULL DEFAULT '',
+	lease_until timestamptz, -- NULL when nobody holds it
+	status      text NOT NULL DEFAULT 'pending', -- pending, delivered, dead, disabled
+	last_error  text NOT NULL DEFAULT '',
+	UNIQUE (endpoint, event_id)
+);
+CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_at);
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.
