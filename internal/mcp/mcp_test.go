@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -478,5 +479,37 @@ func TestElicitation(t *testing.T) {
 	res, _ = call(t, r, "mcp__t__ask", `{"mode":"form"}`)
 	if !strings.HasPrefix(text(res), "decline") {
 		t.Fatalf("unattended = %q", text(res))
+	}
+}
+
+// An HTTP server that goes away fails calls as unavailable; the
+// connection is made again once it is back.
+func TestHTTPReconnect(t *testing.T) {
+	s := mcptest.New(mcptest.Options{})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	var down atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	m, n := start(t, mcp.Options{Servers: []mcp.Server{{Name: "web", URL: ts.URL, StartupTimeout: 20 * time.Second, ToolTimeout: 20 * time.Second}}})
+	if err := m.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := registry(t, m, nil)
+	down.Store(true)
+	n.reset()
+	if res, err := call(t, r, "mcp__web__echo", `{"text":"x"}`); !errors.Is(err, tool.ErrUnavailable) {
+		t.Fatalf("call while down: %q %v", text(res), err)
+	}
+	n.waitFor(t, "MCP server web disconnected")
+	down.Store(false)
+	n.waitFor(t, "MCP server web connected")
+	if res, err := call(t, r, "mcp__web__echo", `{"text":"back"}`); err != nil || text(res) != "echo: back" {
+		t.Fatalf("after reconnect: %q, %v", text(res), err)
 	}
 }

@@ -184,14 +184,28 @@ func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 		return tool.Result{}, fmt.Errorf("call %s: %w", t.rt.name, context.Cause(ctx))
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return tool.Errorf("%s did not answer within %s (its tool_timeout), so the call was cancelled.", t.rt.name, s.cfg.ToolTimeout), nil
-	case err != nil && !errors.As(err, new(*jsonrpc.Error)):
+	case err != nil && !serverAnswer(err):
 		// Not the server's answer: the connection failed under the call.
 		s.m.opts.Logger.Info("mcp: call failed", "server", s.cfg.Name, "tool", t.rt.remote, "err", err)
+		// An HTTP connection can fail without its session ending; ending
+		// it makes the server's loop connect again.
+		_ = cs.Close()
 		return tool.Result{}, fmt.Errorf("%w: the MCP server %s disconnected during the call", tool.ErrUnavailable, s.cfg.Name)
 	case err != nil:
 		return tool.Errorf("%s failed: %v", t.rt.name, err), nil
 	}
 	return t.result(call, res), nil
+}
+
+// codeRejected is the SDK's code for a message its transport could not
+// deliver (an HTTP error status): a failed connection, not an answer.
+const codeRejected = -32005
+
+// serverAnswer reports whether err is the server's own error reply, as
+// opposed to the connection failing.
+func serverAnswer(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we) && we.Code != codeRejected
 }
 
 // track records a call in flight, for routing the server's elicitation.
