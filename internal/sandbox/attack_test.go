@@ -141,6 +141,7 @@ type attackRow struct {
 var attackRows = []attackRow{
 	{name: "write outside", args: func(f *fixture) []string { return []string{"write", f.out + "/new"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/new"} }, read: "denied", workspace: "ok", unrestricted: "ok"},
+	{name: "write workspace, relative path", args: func(f *fixture) []string { return []string{"write", "relative.txt"} }, read: "denied", workspace: "ok", unrestricted: "ok"},
 	{name: "symlink out of workspace", args: func(f *fixture) []string { return []string{"symlink-write", f.ws, f.out + "/via-link"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "chmod outside", args: func(f *fixture) []string { return []string{"chmod", f.out + "/file"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "touch -d outside", args: func(f *fixture) []string { return []string{"utimes", f.out + "/file"} }, read: "denied", workspace: "denied", unrestricted: "ok"},

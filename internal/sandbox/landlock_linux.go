@@ -36,8 +36,17 @@ func runHelper(specJSON string, args []string) error {
 		return fmt.Errorf("read spec: %w", err)
 	}
 	if hs.Mount {
+		wd, err := unix.Getwd()
+		if err != nil {
+			return fmt.Errorf("read working directory: %w", err)
+		}
 		if err := mountConfined(hs); err != nil {
 			return err
+		}
+		// The working directory still names the mount under the new binds
+		// (read-only now); entering it again finds the top one.
+		if err := unix.Chdir(wd); err != nil {
+			return fmt.Errorf("enter %s: %w", wd, err)
 		}
 		if !hs.Network {
 			if err := loopbackUp(); err != nil {
