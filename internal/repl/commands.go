@@ -247,6 +247,14 @@ func statusBlock(s Session) []string {
 		out = append(out, "Sandbox: "+c.Confinement())
 	}
 	out = append(out, "Profile: "+s.ProfileName())
+	// Hosted sessions say which instruction files their prompt loaded.
+	if in, ok := s.(interface{ Instructions() []string }); ok {
+		if files := in.Instructions(); len(files) > 0 {
+			out = append(out, "Instructions: "+strings.Join(files, ", "))
+		} else {
+			out = append(out, "Instructions: no AGENTS.md found")
+		}
+	}
 	if win := s.ContextWindow(); win > 0 {
 		out = append(out, fmt.Sprintf("Context: %d of %d tokens (%d%%)", last.Context(), win, last.Context()*100/win))
 	} else {
