@@ -30,12 +30,14 @@ func (e *entry) Ask(ctx context.Context, req permission.Request) (permission.Dec
 	if req.SubAgent != "" {
 		return e.askForSubAgent(ctx, req, title), nil
 	}
-	id := req.CallID
+	id, status := req.CallID, "pending"
 	var kind string
 	if cs := e.call(req.CallID); cs != nil {
-		id, kind = cs.id, kindOf(cs.kind)
+		// The card is out, in progress: the request leaves its status
+		// alone, or a client that re-reads it shows the call pending again.
+		id, kind, status = cs.id, kindOf(cs.kind), ""
 	}
-	return e.request(ctx, id, kind, title, req), nil
+	return e.request(ctx, id, kind, status, title, req), nil
 }
 
 // askForSubAgent puts a sub-agent's call, which the editor never saw, on
@@ -47,7 +49,7 @@ func (e *entry) askForSubAgent(ctx context.Context, req permission.Request, titl
 	e.mu.Unlock()
 	title = req.SubAgent + ": " + title
 	e.s.notify(ctx, e.id, ToolCall{ToolCallID: id, Title: title, Kind: string(tool.KindOther), Status: "pending", RawInput: rawJSON(req.Arguments)})
-	d := e.request(ctx, id, "", title, req)
+	d := e.request(ctx, id, "", "pending", title, req)
 	status, word := "completed", "allowed"
 	switch d {
 	case permission.AlwaysAllow:
@@ -62,16 +64,17 @@ func (e *entry) askForSubAgent(ctx context.Context, req permission.Request, titl
 	return d
 }
 
-// request sends session/request_permission for the card id and reads the
-// answer; a cancelled or failed request denies.
-func (e *entry) request(ctx context.Context, id, kind, title string, req permission.Request) permission.Decision {
+// request sends session/request_permission for the card id, with status
+// when it sets one, and reads the answer; a cancelled or failed request
+// denies.
+func (e *entry) request(ctx context.Context, id, kind, status, title string, req permission.Request) permission.Decision {
 	args := rawJSON(req.Arguments)
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, args, "", "  ") != nil {
 		pretty.Reset()
 		pretty.Write(args)
 	}
-	tc := ToolCallUpdate{ToolCallID: id, Title: &title, Kind: kind, Status: "pending", RawInput: args,
+	tc := ToolCallUpdate{ToolCallID: id, Title: &title, Kind: kind, Status: status, RawInput: args,
 		Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock("```json\n" + pretty.String() + "\n```"))}}}
 	params := RequestPermissionRequest{SessionID: e.id, ToolCall: tc, Options: []PermissionOption{
 		{OptionID: optAllow, Name: "Allow", Kind: "allow_once"},

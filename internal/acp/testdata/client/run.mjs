@@ -299,6 +299,10 @@ const scenarios = {
     check(a?.options.map((o) => o.kind).join() === "allow_once,allow_always,reject_once,reject_always", "option kinds");
     check(a?.options[1].name === "Always allow any file_write", "sticky option names the tool");
     check(JSON.stringify(a?.toolCall.content ?? "").includes("```json"), "fenced json");
+    // The card is in progress when the request comes: the request does not
+    // flip it back to pending.
+    check(state.asked.every((q) => q.toolCall.status === undefined), `request statuses ${JSON.stringify(state.asked.map((q) => q.toolCall.status))}`);
+    check(!of(state, id, "tool_call_update").some((u) => u.status === "pending"), "a card went back to pending");
     const exist = [0, 1, 2, 3].map((i) => existsSync(join(ws, `f${i}.txt`)));
     check(JSON.stringify(exist) === "[true,false,true,true]", `files written: ${JSON.stringify(exist)}`);
     const statuses = of(state, id, "tool_call_update").filter((u) => u.status).map((u) => u.status);
