@@ -17,14 +17,21 @@ import (
 // people concerned: stderr for the terminal and one-shot (never the
 // protocol's stdout), and every open session, for ACP clients.
 type mcpNotices struct {
-	mu sync.Mutex // guards w and h
+	mu sync.Mutex // guards w, h and early
 	w  io.Writer  // nil: not written
 	h  *host.Host
+	// early holds the warnings told before a writer was attached (the
+	// servers start with the host, before a front door says where its
+	// stderr is), bounded.
+	early []string
 }
 
 func (n *mcpNotices) notify(_ string, sev mcp.Severity, text string) {
 	n.mu.Lock()
 	w, h := n.w, n.h
+	if w == nil && sev == mcp.SeverityWarning && len(n.early) < 32 {
+		n.early = append(n.early, text)
+	}
 	n.mu.Unlock()
 	if w != nil && sev == mcp.SeverityWarning {
 		_, _ = io.WriteString(w, "[meka warn] "+text+"\n")
@@ -41,11 +48,18 @@ func (n *mcpNotices) notify(_ string, sev mcp.Severity, text string) {
 	}
 }
 
-// attach sends notices to the host's sessions and, when w is set, to w.
+// attach sends notices to the host's sessions and, when w is set, to w,
+// starting with the warnings told before.
 func (n *mcpNotices) attach(h *host.Host, w io.Writer) {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.h, n.w = h, w
-	n.mu.Unlock()
+	if w != nil {
+		for _, text := range n.early {
+			_, _ = io.WriteString(w, "[meka warn] "+text+"\n")
+		}
+		n.early = nil
+	}
 }
 
 // newMCP builds the manager of the servers config.toml names; nil when
