@@ -67,6 +67,17 @@ func attack(op string, args []string) error {
 			return err
 		}
 		return c.Close()
+	case "tcp-self":
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		c, err := net.DialTimeout("tcp", l.Addr().String(), 2*time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
 	case "udp":
 		c, err := net.Dial("udp", arg(0))
 		if err != nil {
@@ -151,6 +162,7 @@ var attackRows = []attackRow{
 	{name: "mount over outside", args: func(f *fixture) []string { return []string{"mount", f.out + "/mnt"} }, read: "denied", workspace: "denied", unrestricted: "any"},
 	{name: "signal outside process", args: func(f *fixture) []string { return []string{"kill", strconv.Itoa(f.victim)} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "tcp to 127.0.0.1", args: func(f *fixture) []string { return []string{"tcp", f.tcp} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "own server on loopback", args: func(f *fixture) []string { return []string{"tcp-self"} }, read: "ok", workspace: "ok", unrestricted: "ok"},
 	{name: "udp to 127.0.0.1", args: func(f *fixture) []string { return []string{"udp", f.udp, f.token()} }, read: "denied", workspace: "denied", unrestricted: "ok", received: true},
 	{name: "unix socket outside", args: func(f *fixture) []string { return []string{"unix", f.outSock} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "unix socket in workspace", args: func(f *fixture) []string { return []string{"unix", f.wsSock} }, read: "denied", workspace: "ok", unrestricted: "ok"},

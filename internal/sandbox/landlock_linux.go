@@ -90,19 +90,20 @@ var (
 
 // restrict confines this process (and what it executes) to write only
 // beneath writable and to the common devices, reading everywhere; with
-// the network closed, to no TCP bind or connect (ABI 4) and no abstract
-// socket outside (ABI 6); and always to signal only its own domain (ABI
-// 6). The caller has checked that the kernel offers Landlock: BestEffort
-// only picks what the ABI offers, never runs unconfined.
+// the network closed, to no abstract socket outside (ABI 6); and always
+// to signal only its own domain (ABI 6). TCP is left to the network
+// namespace both backends close the network with: Landlock's TCP rules
+// would also refuse a test's server on the namespace's own loopback.
+// The caller has checked that the kernel offers Landlock: BestEffort only
+// picks what the ABI offers, never runs unconfined.
 func restrict(writable []string, network bool) error {
 	if landlockABI() < 1 {
 		return fmt.Errorf("restrict: landlock: %w", ErrNoConfinement)
 	}
 	cfg := landlock.V7
+	cfg.HandledAccessNet = 0
 	cfg.Scoped = ll.ScopeSignal
-	if network {
-		cfg.HandledAccessNet = 0
-	} else {
+	if !network {
 		cfg.Scoped |= ll.ScopeAbstractUnixSocket
 	}
 	err := cfg.BestEffort().Restrict(
