@@ -61,7 +61,7 @@ func memoryExtension(db *database) host.ExtensionFunc {
 		if db.memories == nil || env.Project == nil {
 			return host.Extension{}, nil
 		}
-		return memory.New(memory.Options{Store: memoryStore{db.memories}, Scope: env.Project}), nil
+		return memory.New(memory.Options{Store: db.memories, Scope: env.Project}), nil
 	}
 }
 
@@ -71,7 +71,7 @@ func memoryList(db *database) func(ctx context.Context, project string) (string,
 		return nil
 	}
 	return func(ctx context.Context, project string) (string, error) {
-		ns, err := memoryStore{db.memories}.List(ctx, project, 0)
+		ns, err := db.memories.List(ctx, project, 0)
 		if err != nil {
 			return "", err
 		}
@@ -122,10 +122,7 @@ func newProjectsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer db.Close()
-			if db.projects == nil {
-				return &exitError{code: 1, err: errors.New("this store keeps no projects (PostgreSQL); use the SQLite store")}
-			}
-			if _, err := db.projects.Add(cmd.Context(), name, dir); err != nil {
+			if err := db.projects.Add(cmd.Context(), name, dir); err != nil {
 				return &exitError{code: 1, err: err}
 			}
 			fmt.Fprintf(g.stdout, "added project %s\n", name)
@@ -195,11 +192,11 @@ func newMemoriesCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			if project != "" {
-				if _, err := db.projects.Get(cmd.Context(), project); err != nil {
+				if err := db.projects.Get(cmd.Context(), project); err != nil {
 					return &exitError{code: 1, err: fmt.Errorf("list memories: %w", err)}
 				}
 			}
-			ns, err := memoryStore{db.memories}.List(cmd.Context(), project, 0)
+			ns, err := db.memories.List(cmd.Context(), project, 0)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}

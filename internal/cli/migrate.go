@@ -135,7 +135,14 @@ func (g *globals) migrate(ctx context.Context, url string, force bool) error {
 			jobsCopied++
 		}
 	}
+	notes, err := copyMemories(ctx, src, dst)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
 	fmt.Fprintf(g.stdout, "Copied %d sessions (%d rows) and %d jobs", copied, rows, jobsCopied)
+	if notes > 0 {
+		fmt.Fprintf(g.stdout, " and %d projects and memories", notes)
+	}
 	if kept > 0 || jobsCopied < len(srcJobs) {
 		fmt.Fprintf(g.stdout, "; %d sessions and %d jobs were there already", kept, len(srcJobs)-jobsCopied)
 	}
@@ -159,4 +166,41 @@ func allSessions(ctx context.Context, st session.Store) ([]session.Meta, error) 
 		opts.Cursor = page.Next
 	}
 	return nil, fmt.Errorf("list sessions: the listing does not end")
+}
+
+// copyMemories copies the projects and every scope's memories, and
+// returns how many of them were new to the target.
+func copyMemories(ctx context.Context, src *sqlite.DB, dst *postgres.DB) (int, error) {
+	ps, err := src.Projects().List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	scopes := []string{""}
+	for _, p := range ps {
+		ok, err := dst.ImportProject(ctx, postgres.Project(p))
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+		scopes = append(scopes, p.Name)
+	}
+	for _, scope := range scopes {
+		ms, err := src.Memories().List(ctx, scope, 0)
+		if err != nil {
+			return n, err
+		}
+		for _, m := range ms {
+			ok, err := dst.ImportMemory(ctx, postgres.Memory(m))
+			if err != nil {
+				return n, err
+			}
+			if ok {
+				n++
+			}
+		}
+	}
+	return n, nil
 }

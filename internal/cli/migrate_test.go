@@ -77,10 +77,16 @@ func TestMigrateToPostgres(t *testing.T) {
 		Interval: time.Hour, NextAt: time.Now().Add(time.Hour)}, 0); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := src.Projects().Add(ctx, "shop", cwd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Memories().Put(ctx, "shop", "", "the shop's tests need a database"); err != nil {
+		t.Fatal(err)
+	}
 	src.Close()
 
 	out, errOut, code := run(t, work, env, "migrate", "--to", "postgres", url)
-	if code != 0 || out != "Copied 31 sessions (3000 rows) and 1 jobs.\n" {
+	if code != 0 || out != "Copied 31 sessions (3000 rows) and 1 jobs and 2 projects and memories.\n" {
 		t.Fatalf("migrate: code %d %q %q", code, out, errOut)
 	}
 	if _, errOut, code := run(t, work, env, "migrate", "--to", "postgres", url); code != 1 || !strings.Contains(errOut, "not empty (31 sessions, 1 jobs)") {
@@ -116,6 +122,12 @@ func TestMigrateToPostgres(t *testing.T) {
 	}
 	if jobs, err := dst.Schedules().List(ctx, ""); err != nil || len(jobs) != 1 || jobs[0].SessionID != ids[1] {
 		t.Fatalf("jobs %+v %v", jobs, err)
+	}
+	if ms, err := dst.Memories().List(ctx, "shop", 0); err != nil || len(ms) != 1 || ms[0].Text != "the shop's tests need a database" {
+		t.Fatalf("memories %+v %v", ms, err)
+	}
+	if m, err := dst.Memories().Put(ctx, "shop", "", "a new one"); err != nil || m.ID == "m1" {
+		t.Fatalf("a memory written after the copy: %+v %v, want a fresh id", m, err)
 	}
 
 	// Resume a copied session on PostgreSQL: the model sees its history and

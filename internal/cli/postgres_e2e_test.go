@@ -47,6 +47,21 @@ func TestPostgresEndToEnd(t *testing.T) {
 	if out, errOut, code := run(t, work, env, "schedule", "list"); code != 0 {
 		t.Fatalf("schedule list: code %d %q %q", code, out, errOut)
 	}
+	if out, errOut, code := run(t, work, env, "projects", "add", "shop", "--dir", work); code != 0 || out != "added project shop\n" {
+		t.Fatalf("projects add: code %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := run(t, work, env, "projects", "add", "shop"); code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("projects add twice: code %d %q", code, errOut)
+	}
+	if out, _, code := run(t, work, env, "projects", "list"); code != 0 || !strings.Contains(out, "shop") {
+		t.Errorf("projects list: code %d %q", code, out)
+	}
+	if out, errOut, code := run(t, work, env, "memories", "list", "--project", "shop"); code != 0 || !strings.Contains(out, "no memories") {
+		t.Errorf("memories list: code %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := run(t, work, env, "memories", "list", "--project", "nope"); code != 1 || !strings.Contains(errOut, "no such project") {
+		t.Errorf("memories of an unknown project: code %d %q", code, errOut)
+	}
 	for _, e := range env {
 		if dir, ok := strings.CutPrefix(e, "MEKA_DATA_DIR="); ok {
 			if _, err := os.Stat(filepath.Join(dir, "meka.db")); !os.IsNotExist(err) {

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"time"
 
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/httpapi"
+	"meka.dev/meka/internal/memory"
 	"meka.dev/meka/internal/postgres"
 	"meka.dev/meka/internal/schedule"
 	"meka.dev/meka/internal/schedule/pgstore"
@@ -32,11 +35,22 @@ type database struct {
 	// that keeps none.
 	feed   httpapi.FeedStore
 	outbox httpapi.Outbox
-	// projects and memories are kept in SQLite only so far; nil for
-	// PostgreSQL, where sessions stay on no project.
-	projects *sqlite.Projects
-	memories *sqlite.Memories
+	// projects and memories: names sessions can be on, and their notes.
+	projects projectStore
+	memories memory.Store
 	close    func() error
+}
+
+// project is a project as the commands show it.
+type project struct{ Name, Dir string }
+
+// projectStore is the project table of either store.
+type projectStore interface {
+	Add(ctx context.Context, name, dir string) error
+	// Get fails (wrapping the store's "no such project") for an unknown
+	// name.
+	Get(ctx context.Context, name string) error
+	List(ctx context.Context) ([]project, error)
 }
 
 func (d *database) Sessions() session.Store   { return d.sessions }
@@ -85,7 +99,7 @@ func (g *globals) openDB(ctx context.Context, cfg *config.Config) (*database, er
 // sqliteDatabase wraps an open SQLite file.
 func sqliteDatabase(db *sqlite.DB) *database {
 	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), feed: sqliteFeed{db.Feed()}, outbox: sqliteOutbox{db.Outbox()},
-		projects: db.Projects(), memories: db.Memories(), close: db.Close}
+		projects: sqliteProjects{db.Projects()}, memories: memoryStore{db.Memories()}, close: db.Close}
 }
 
 // rowFeed stores the events appended rows cause (httpapi.RowEvents) with
@@ -140,6 +154,8 @@ func openPostgres(ctx context.Context, url string, opts postgres.Options) (*data
 		wake:       db.WatchJobs,
 		feed:       pgFeed{db.Feed()},
 		outbox:     pgOutbox{db.Outbox()},
+		projects:   pgProjects{db.Projects()},
+		memories:   pgMemoryStore{db.Memories()},
 		close:      db.Close,
 	}, nil
 }
@@ -232,4 +248,86 @@ func (s pgOutbox) Settle(ctx context.Context, id int64, owner, status string, at
 
 func (s pgOutbox) Disable(ctx context.Context, endpoint string) error {
 	return s.o.Disable(ctx, endpoint)
+}
+
+// sqliteProjects adapts the SQLite projects to projectStore.
+type sqliteProjects struct{ p *sqlite.Projects }
+
+func (s sqliteProjects) Add(ctx context.Context, name, dir string) error {
+	_, err := s.p.Add(ctx, name, dir)
+	return err
+}
+
+func (s sqliteProjects) Get(ctx context.Context, name string) error {
+	_, err := s.p.Get(ctx, name)
+	return err
+}
+
+func (s sqliteProjects) List(ctx context.Context) ([]project, error) {
+	ps, err := s.p.List(ctx)
+	out := make([]project, len(ps))
+	for i, p := range ps {
+		out[i] = project{p.Name, p.Dir}
+	}
+	return out, err
+}
+
+// pgProjects adapts the PostgreSQL projects to projectStore.
+type pgProjects struct{ p *postgres.Projects }
+
+func (s pgProjects) Add(ctx context.Context, name, dir string) error {
+	_, err := s.p.Add(ctx, name, dir)
+	return err
+}
+
+func (s pgProjects) Get(ctx context.Context, name string) error {
+	_, err := s.p.Get(ctx, name)
+	return err
+}
+
+func (s pgProjects) List(ctx context.Context) ([]project, error) {
+	ps, err := s.p.List(ctx)
+	out := make([]project, len(ps))
+	for i, p := range ps {
+		out[i] = project{p.Name, p.Dir}
+	}
+	return out, err
+}
+
+// pgMemoryStore adapts the PostgreSQL memories to memory.Store.
+type pgMemoryStore struct{ m *postgres.Memories }
+
+func pgNote(m postgres.Memory) memory.Note {
+	return memory.Note{ID: m.ID, Text: m.Text, Updated: m.UpdatedAt}
+}
+
+func pgNoteErr(err error) error {
+	if errors.Is(err, postgres.ErrNoMemory) {
+		return fmt.Errorf("%w: %w", memory.ErrNotFound, err)
+	}
+	return err
+}
+
+func (s pgMemoryStore) List(ctx context.Context, scope string, limit int) ([]memory.Note, error) {
+	ms, err := s.m.List(ctx, scope, limit)
+	out := make([]memory.Note, len(ms))
+	for i, m := range ms {
+		out[i] = pgNote(m)
+	}
+	return out, err
+}
+
+func (s pgMemoryStore) Get(ctx context.Context, scope, id string) (memory.Note, error) {
+	m, err := s.m.Get(ctx, scope, id)
+	return pgNote(m), pgNoteErr(err)
+}
+
+func (s pgMemoryStore) Put(ctx context.Context, scope, id, text string) (memory.Note, error) {
+	m, err := s.m.Put(ctx, scope, id, text)
+	return pgNote(m), pgNoteErr(err)
+}
+
+func (s pgMemoryStore) Delete(ctx context.Context, scope, id string) (memory.Note, error) {
+	m, err := s.m.Delete(ctx, scope, id)
+	return pgNote(m), pgNoteErr(err)
 }

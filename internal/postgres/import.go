@@ -95,3 +95,39 @@ ON CONFLICT (id) DO NOTHING`,
 	}
 	return tag.RowsAffected() > 0, nil
 }
+
+// ImportProject stores a project as another store kept it; one already
+// here is left alone and ImportProject reports false.
+func (db *DB) ImportProject(ctx context.Context, p Project) (bool, error) {
+	tag, err := db.pool.Exec(ctx, `INSERT INTO projects (name, dir, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`,
+		p.Name, p.Dir, micro(p.CreatedAt))
+	if err != nil {
+		return false, fmt.Errorf("import project %s: %w", p.Name, reach(err))
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// ImportMemory stores a memory under its id ("m" and a number) as another
+// store kept it; one already here is left alone and ImportMemory reports
+// false. New memories are numbered after the largest id imported.
+func (db *DB) ImportMemory(ctx context.Context, m Memory) (bool, error) {
+	n, ok := memoryKey(m.ID)
+	if !ok {
+		return false, fmt.Errorf("import memory %q: %w", m.ID, ErrNoMemory)
+	}
+	var inserted bool
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO memories (id, project, text, created_at, updated_at) OVERRIDING SYSTEM VALUE
+VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, n, m.Project, m.Text, micro(m.CreatedAt), micro(m.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		inserted = tag.RowsAffected() > 0
+		_, err = tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence('memories', 'id'), (SELECT max(id) FROM memories))`)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("import memory %s: %w", m.ID, reach(err))
+	}
+	return inserted, nil
+}

@@ -149,6 +149,23 @@ CREATE TABLE webhook_outbox (
 );
 CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_at);
 `},
+	{8, "projects and memories", `
+-- Projects (names a session can be on) and memories (short notes scoped
+-- to a project, or to the user for project '').
+CREATE TABLE projects (
+	name       text PRIMARY KEY,
+	dir        text NOT NULL DEFAULT '',
+	created_at timestamptz NOT NULL
+);
+CREATE TABLE memories (
+	id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	project    text NOT NULL DEFAULT '', -- '' is the user's own scope
+	text       text NOT NULL,
+	created_at timestamptz NOT NULL,
+	updated_at timestamptz NOT NULL
+);
+CREATE INDEX memories_by_project ON memories (project, updated_at DESC, id DESC);
+`},
 }
 
 // SchemaVersion is the version Open migrates a database to.
