@@ -191,6 +191,27 @@ type frame struct {
 	Data      json.RawMessage `json:"data"`
 }
 
+// failedTurnTitle is the engine's notice of a failed turn, whose text is
+// the provider's (or a connection error naming base_url).
+const failedTurnTitle = "The turn failed"
+
+// withheldFailure replaces that text when relaying is off.
+const withheldFailure = "The model provider failed; its message is in the meka log (relay_provider_errors is off)."
+
+// outgoing is the frame an event goes out as, to a stream or a webhook:
+// a failed turn's provider text travels only when relaying is on.
+func (srv *Server) outgoing(e Event) frame {
+	f := e.frame()
+	if e.Type == "notice" && !srv.opts.RelayProviderErrors {
+		var n map[string]any
+		if json.Unmarshal(e.Data, &n) == nil && n["title"] == failedTurnTitle {
+			n["text"] = withheldFailure
+			f.Data = mustJSON(n)
+		}
+	}
+	return f
+}
+
 func (e Event) frame() frame {
 	return frame{ID: strconv.FormatInt(e.ID, 10), Type: e.Type, Timestamp: e.Time.UTC(), SessionID: e.SessionID, Turn: e.Turn, Data: e.Data}
 }

@@ -409,7 +409,8 @@ func (srv *Server) messages(w http.ResponseWriter, r *http.Request) {
 	items := []map[string]any{}
 	for _, row := range rows {
 		for _, e := range RowEvents(m.ID, []session.Row{row}) {
-			items = append(items, map[string]any{"row": row.Seq, "turn": row.Turn, "type": e.Type, "data": e.Data, "time": row.Time.UTC().Format(timeFormat)})
+			f := srv.outgoing(Event{Entry: e, Time: row.Time})
+			items = append(items, map[string]any{"row": row.Seq, "turn": row.Turn, "type": e.Type, "data": f.Data, "time": row.Time.UTC().Format(timeFormat)})
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": next})

@@ -133,7 +133,7 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 				return
 			}
 			for _, e := range evs {
-				writeFrame(w, e.frame())
+				writeFrame(w, srv.outgoing(e))
 				after = e.ID
 			}
 			if len(evs) > 0 {

@@ -148,7 +148,7 @@ func (srv *Server) webhookRound(ctx context.Context, owner string, client *http.
 // disables the endpoint, anything else retried on the schedule (429 and
 // 503 as Retry-After asks) until it runs out.
 func (srv *Server) deliver(ctx context.Context, owner string, client *http.Client, h Webhook, d Delivery) {
-	body, _ := json.Marshal(d.Event.frame())
+	body, _ := json.Marshal(srv.outgoing(d.Event))
 	msgID := "msg_" + strconv.FormatInt(d.Event.ID, 10)
 	now := srv.opts.Now()
 	ts := now.Unix()
