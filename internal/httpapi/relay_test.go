@@ -26,7 +26,9 @@ func TestProviderErrorsRelayedOnlyWhenOn(t *testing.T) {
 		var s sessionRec
 		h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &s)
 		next := h.stream("/v1/sessions/"+s.ID+"/events?after=0", "")
-		var started struct{ TurnID string `json:"turn_id"` }
+		var started struct {
+			TurnID string `json:"turn_id"`
+		}
 		h.json("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "hi"}}}, http.StatusAccepted, &started)
 		var notice string
 		for {
