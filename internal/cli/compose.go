@@ -116,7 +116,7 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 		Deny:        cfg.Tools.Deny,
 		Permissions: perms,
 		DataDir:     dataDir,
-		Confinement: sandbox.Describe(cfg.Permissions.Network),
+		Confinement: func() string { return sandbox.Describe(cfg.Permissions.Network) },
 		MCP:         servers,
 		Prompt:      g.promptOptions(cfg),
 		Projects:    projectNames(db),

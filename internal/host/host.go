@@ -118,8 +118,10 @@ type ExtensionFunc func(env Env) (Extension, error)
 type Options struct {
 	Store session.Store
 	// Confinement says what confines shell commands here, for /status
-	// (sandbox.Describe); empty says nothing.
-	Confinement string
+	// (sandbox.Describe); nil or empty says nothing. It is a function so
+	// that the probe behind it runs when first needed, not before a
+	// front door's first answer.
+	Confinement func() string
 	// Holder identifies this process in session locks.
 	Holder session.Holder
 	// Profiles resolves a profile by name; "" means the default.

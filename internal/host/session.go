@@ -247,7 +247,12 @@ func (s *Session) Tools() *tool.Registry { return s.tools }
 
 // Confinement says what confines the session's shell commands, as
 // /status shows it; empty when the composition root did not say.
-func (s *Session) Confinement() string { return s.h.opts.Confinement }
+func (s *Session) Confinement() string {
+	if s.h.opts.Confinement == nil {
+		return ""
+	}
+	return s.h.opts.Confinement()
+}
 
 // Level returns the session's permission level now; a sub-agent's is never
 // above its parent's, whose changes apply to its next call.
