@@ -513,3 +513,32 @@ func TestHTTPReconnect(t *testing.T) {
 		t.Fatalf("after reconnect: %q, %v", text(res), err)
 	}
 }
+
+// An MCP tool goes through the permission gate as a built-in does: a
+// call above the session's level is put to the asker under its title,
+// and an always-deny answer sticks.
+func TestApprovalsAsForBuiltins(t *testing.T) {
+	srv := stdio("t")
+	srv.EnabledTools = []string{"write"}
+	m, _ := start(t, mcp.Options{Servers: []mcp.Server{srv}})
+	if err := m.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := registry(t, m, nil)
+	tl, _ := r.Get("mcp__t__write")
+	var asked []permission.Request
+	g := &tool.Gate{Level: func() permission.Level { return permission.Workspace }, Approvals: func() bool { return true },
+		Asker: permission.AskerFunc(func(_ context.Context, req permission.Request) (permission.Decision, error) {
+			asked = append(asked, req)
+			return permission.AlwaysDeny, nil
+		})}
+	c := tool.Call{ID: "c1", Name: "mcp__t__write", Arguments: json.RawMessage(`{"path":"a.txt"}`)}
+	for range 2 {
+		if v := g.Check(t.Context(), tl, c); v.Allowed {
+			t.Fatal("allowed")
+		}
+	}
+	if len(asked) != 1 || asked[0].Title != "mcp__t__write a.txt" || asked[0].Needs != permission.Unrestricted {
+		t.Fatalf("asked %+v", asked)
+	}
+}
