@@ -163,6 +163,8 @@ var scenarios = []scenario{
 	// The cancelled command leaves a process outside its group holding its
 	// output open, so the cancelled turn takes a moment to end (the shell's
 	// WaitDelay): the next prompt arrives while it is still in flight.
+	{name: "relay", level: "workspace", extra: "[serve]\nrelay_provider_errors = false\n", rounds: `[
+		{"error": {"status": 400, "body": "account 1234 over quota"}}]`},
 	// The first reply fills the window, so the second turn compacts first.
 	{name: "compaction", level: "workspace", rounds: `[
 		{"text": "one", "usage": {"input_tokens": 95000, "output_tokens": 10}},

@@ -448,6 +448,26 @@ const scenarios = {
     await expectError(ctx.request(acp.methods.agent.session.fork, { sessionId: childId, cwd: ws, mcpServers: [] }), -32602, "fork of a sub-agent");
   },
 
+  // relay_provider_errors = false: the provider's text reaches neither the
+  // prompt's error nor the failed turn's notice, live or replayed; it is in
+  // meka's -v log. The notice is a warning.
+  async relay(ctx, { state }) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    const from = transcript.length;
+    await expectError(prompt(ctx, id, "go"), -32603, "failed turn");
+    const leaked = (from, to) => transcript.slice(from, to).filter((t) => t.from === "agent" && JSON.stringify(t.msg).includes("1234"));
+    check(leaked(from).length === 0, `the provider's text reached the client: ${JSON.stringify(leaked(from).map((t) => t.msg))}`);
+    const notice = updatesOf(id, from).find((u) => u.sessionUpdate === "notice" && u.title === "The turn failed");
+    check(notice?.severity === "warning" && /log/.test(notice.description ?? ""), `notice ${JSON.stringify(notice)}`);
+    await ctx.request(acp.methods.agent.session.close, { sessionId: id });
+    const before = transcript.length;
+    await ctx.request(acp.methods.agent.session.load, { sessionId: id, cwd: ws, mcpServers: [] });
+    const replayed = updatesOf(id, before).find((u) => u.sessionUpdate === "notice" && u.title === "The turn failed");
+    check(replayed && leaked(before).length === 0, `replayed notice ${JSON.stringify(replayed)}`);
+    check(agent.stderr().includes("account 1234 over quota"), "the whole error is not in the -v log");
+  },
+
   // A compaction's model call is in the prompt's usage, and the gauge is
   // updated once it is done.
   async compaction(ctx, { state }) {
