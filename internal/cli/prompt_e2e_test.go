@@ -22,7 +22,7 @@ func TestFirstRequestBudget(t *testing.T) {
 	}
 	srv := modeltest.NewServer(t, s)
 	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1")
-	out, errOut, code := run(t, t.TempDir(), env, "--oneshot", "--permission", "unrestricted", "hi")
+	out, errOut, code := run(t, t.TempDir(), env, "--oneshot", "hi")
 	if code != 0 || out != "hi.\n" {
 		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
 	}

@@ -67,15 +67,15 @@ func allows(l permission.Level) string {
 	case permission.None:
 		return "no tool may run"
 	case permission.Read:
-		return "tools may read; shell commands may write only in their temp directory"
+		return "read anywhere; shell commands write only to their temp directory"
 	case permission.Workspace:
-		return "tools may read and write inside the workspace directories; writes elsewhere are refused"
+		return "read anywhere; write only inside the workspace directories"
 	}
-	return "tools may read and write anywhere the user can"
+	return "read and write anywhere the user can"
 }
 
 // buildPrompt assembles a fresh system prompt for a session.
-func (h *Host) buildPrompt(ctx context.Context, meta session.Meta, prof Profile, level permission.Level, list []skills.Skill) (prompt.Prompt, prompt.Options) {
+func (h *Host) buildPrompt(ctx context.Context, meta session.Meta, prof Profile, level permission.Level, list []skills.Skill) prompt.Prompt {
 	po := h.opts.Prompt
 	o := prompt.Options{
 		Preamble:      preamble,
@@ -98,7 +98,7 @@ func (h *Host) buildPrompt(ctx context.Context, meta session.Meta, prof Profile,
 	if o.Shell == "" {
 		o.Shell = "sh"
 	}
-	return prompt.Build(ctx, o), o
+	return prompt.Build(ctx, o)
 }
 
 // recordedPrompt returns the last system prompt a session's log records.
@@ -126,7 +126,7 @@ func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permi
 	if rec, ok := recordedPrompt(rows); ok && !fresh && rec.Cwd == meta.Cwd && slices.Equal(rec.Roots, meta.AdditionalDirs) && rec.Day == day {
 		return rec, rows, nil
 	}
-	p, _ := h.buildPrompt(ctx, meta, prof, level, list)
+	p := h.buildPrompt(ctx, meta, prof, level, list)
 	rec := session.SystemPrompt{Text: p.Text + extra, Cwd: meta.Cwd, Roots: meta.AdditionalDirs, Day: p.Day}
 	for _, f := range p.Files {
 		rec.Files = append(rec.Files, f.String())

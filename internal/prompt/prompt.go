@@ -5,8 +5,8 @@
 //
 // The host builds it when a session is created, resumed in another place
 // or reloaded, and records it in the session's log, so that every request
-// of a session starts with the same bytes. It imports model, session and
-// internal/skills; it runs git, bounded in time, and nothing else.
+// of a session starts with the same bytes. It imports internal/skills; it
+// runs git, bounded in time, and nothing else.
 package prompt
 
 import (

@@ -262,11 +262,11 @@ func (t *spawnTool) Spec() tool.Spec {
 		Schema: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "task": {"type": "string", "minLength": 1, "description": "The work to delegate, with everything the sub-agent needs to know: it sees none of this conversation."},
+    "task": {"type": "string", "minLength": 1, "description": "The work, with everything the sub-agent needs to know."},
     "description": {"type": "string", "maxLength": 200, "description": "A short label for the work (3-6 words), shown to the user."},
     "agent": {"type": "string", "description": "A named sub-agent definition to run, from the list above."},
     "profile": {"type": "string", "description": "The model profile to run on; the session's by default."},
-    "permission": {"type": "string", "enum": ["none", "read", "workspace", "unrestricted"], "description": "A lower permission level for the sub-agent; it never exceeds this session's."}
+    "permission": {"type": "string", "enum": ["none", "read", "workspace", "unrestricted"], "description": "A lower level for the sub-agent."}
   },
   "required": ["task"],
   "additionalProperties": false
@@ -348,7 +348,7 @@ const (
 
 func spawnDescription(defs []Definition) string {
 	var b strings.Builder
-	b.WriteString(`Delegate a self-contained piece of work to a sub-agent: a fresh agent with its own conversation, checklist and limits, and the same tools, that works on the task until it is done and returns {agent_id, report}, its final reply. It sees nothing of this conversation, so the task must say everything it needs. Use it for work that would fill your context (a wide search, a review, an independent change); several calls in one reply run in parallel. The sub-agent's level never exceeds yours; its approvals come to the user like yours. agent_followup gives the same sub-agent more work with its conversation kept.`)
+	b.WriteString(`Delegate self-contained work to a sub-agent: a fresh agent with its own conversation, checklist and limits, and your tools, that works until done and returns {agent_id, report}, its final reply. It sees none of this conversation: the task must say everything it needs. Use it for work that would fill your context (a wide search, a review, an independent change); calls in one reply run in parallel. Its level never exceeds yours; its approvals reach the user like yours. agent_followup gives it more work, its conversation kept.`)
 	if len(defs) == 0 {
 		return b.String()
 	}
