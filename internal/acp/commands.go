@@ -2,12 +2,10 @@ package acp
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
-	"meka.dev/meka/session"
 )
 
 // This file holds the slash commands meka answers itself, with no model
@@ -95,50 +93,5 @@ func (e *entry) runLocal(ctx context.Context, cmd string) *PromptResponse {
 	return &PromptResponse{StopReason: "end_turn", Usage: usage(model.Usage{})}
 }
 
-// status is the level, then the block the screen shows.
-func (e *entry) status() string {
-	hs := e.session()
-	prof := hs.Profile()
-	rows := hs.Engine().Rows()
-	var total, last, sub model.Usage
-	compactions := 0
-	for _, r := range rows {
-		switch en := r.Entry.(type) {
-		case session.AssistantMessage:
-			total = total.Add(en.Usage)
-			last = en.Usage
-		case session.ToolResult:
-			sub = sub.Add(en.Usage) // a sub-agent's spend
-		case session.Compaction:
-			compactions++
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Permission: %s\n", hs.Level())
-	if c := hs.Confinement(); c != "" {
-		fmt.Fprintf(&b, "Sandbox: %s\n", c)
-	}
-	fmt.Fprintf(&b, "Profile: %s\n", prof.Name)
-	if prof.Model != "" {
-		fmt.Fprintf(&b, "Model: %s\n", prof.Model)
-	}
-	if prof.ContextWindow > 0 {
-		fmt.Fprintf(&b, "Context: %d of %d tokens (%d%%)\n", last.Context(), prof.ContextWindow, last.Context()*100/prof.ContextWindow)
-	} else {
-		fmt.Fprintf(&b, "Context: %d tokens (window unknown)\n", last.Context())
-	}
-	fmt.Fprintf(&b, "Effort: the profile's default\n")
-	fmt.Fprintf(&b, "Thinking: as the model streams it\n")
-	fmt.Fprintf(&b, "Compactions: %d\n", compactions)
-	if files := hs.Instructions(); len(files) > 0 {
-		fmt.Fprintf(&b, "Instructions: %s\n", strings.Join(files, ", "))
-	} else {
-		fmt.Fprintf(&b, "Instructions: no AGENTS.md found\n")
-	}
-	all := total.Add(sub)
-	fmt.Fprintf(&b, "Tokens: %d input, %d output, %d cache read, %d cache write", all.InputTokens, all.OutputTokens, all.CacheReadTokens, all.CacheWriteTokens)
-	if sub != (model.Usage{}) {
-		fmt.Fprintf(&b, "\nOf which sub-agents: %d input, %d output, %d cache read, %d cache write", sub.InputTokens, sub.OutputTokens, sub.CacheReadTokens, sub.CacheWriteTokens)
-	}
-	return b.String()
-}
+// status is the host's /status block, the screen's too.
+func (e *entry) status() string { return e.session().Status() }

@@ -13,7 +13,6 @@ import (
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/schedule"
-	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 )
@@ -227,44 +226,10 @@ func rewind(ctx context.Context, s Session, st styles, w int) tea.Msg {
 	return doneMsg{lines: direction(st, session.Notice{Title: fmt.Sprintf("Rewound turn %d; its prompt is back in the composer", last)}, w), compose: prompt}
 }
 
-// statusBlock is /status: the level, then profile, model, context,
-// compactions and tokens. It spends nothing and says so.
+// statusBlock is /status: the host's block, which spends nothing, and
+// says so.
 func statusBlock(s Session) []string {
-	var total, last model.Usage
-	compactions := 0
-	for _, r := range s.Rows() {
-		switch en := r.Entry.(type) {
-		case session.AssistantMessage:
-			total = total.Add(en.Usage)
-			last = en.Usage
-		case session.Compaction:
-			compactions++
-		}
-	}
-	out := []string{"Permission: " + s.Level().String()}
-	// Hosted sessions say what confines their commands.
-	if c, ok := s.(interface{ Confinement() string }); ok && c.Confinement() != "" {
-		out = append(out, "Sandbox: "+c.Confinement())
-	}
-	out = append(out, "Profile: "+s.ProfileName())
-	// Hosted sessions say which instruction files their prompt loaded.
-	if in, ok := s.(interface{ Instructions() []string }); ok {
-		if files := in.Instructions(); len(files) > 0 {
-			out = append(out, "Instructions: "+strings.Join(files, ", "))
-		} else {
-			out = append(out, "Instructions: no AGENTS.md found")
-		}
-	}
-	if win := s.ContextWindow(); win > 0 {
-		out = append(out, fmt.Sprintf("Context: %d of %d tokens (%d%%)", last.Context(), win, last.Context()*100/win))
-	} else {
-		out = append(out, fmt.Sprintf("Context: %d tokens (window unknown)", last.Context()))
-	}
-	out = append(out,
-		fmt.Sprintf("Compactions: %d", compactions),
-		fmt.Sprintf("Tokens: %d input, %d output, %d cache read, %d cache write", total.InputTokens, total.OutputTokens, total.CacheReadTokens, total.CacheWriteTokens),
-		"(answered here; no model call)")
-	return out
+	return append(strings.Split(s.Status(), "\n"), "(answered here; no model call)")
 }
 
 // scheduleCommand is /schedule, /schedule show ID, /schedule cancel ID:

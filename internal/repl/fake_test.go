@@ -109,7 +109,10 @@ func (f *fakeSession) Cancel() {
 	f.mu.Unlock()
 }
 
-func (f *fakeSession) Rows() []session.Row                   { return f.rows }
+func (f *fakeSession) Rows() []session.Row { return f.rows }
+func (f *fakeSession) Status() string {
+	return "Permission: " + f.Level().String() + "\nProfile: opus\nContext: 0 of 200000 tokens (0%)"
+}
 func (f *fakeSession) Compact(context.Context) error         { return nil }
 func (f *fakeSession) Withdraw(context.Context, int64) error { return nil }
 func (f *fakeSession) Update(_ context.Context, edit func(*session.Meta)) error {

@@ -42,6 +42,8 @@ type Session interface {
 	Steer(parts ...model.Part) bool
 	Cancel()
 	Rows() []session.Row
+	// Status is the /status block (host.Session.Status).
+	Status() string
 	Compact(ctx context.Context) error
 	// Withdraw takes the last turn out of the log (/rewind).
 	Withdraw(ctx context.Context, turn int64) error
@@ -191,16 +193,19 @@ type unopened struct {
 	open    Opener
 }
 
-func (u *unopened) ID() string                                        { return "" }
-func (u *unopened) Meta() session.Meta                                { return session.Meta{} }
-func (u *unopened) ProfileName() string                               { return u.profile }
-func (u *unopened) ContextWindow() int                                { return 0 }
-func (u *unopened) Level() permission.Level                           { return u.level }
-func (u *unopened) Subscribe(func(agent.Event)) func()                { return func() {} }
-func (u *unopened) SetAsker(permission.Asker)                         {}
-func (u *unopened) Steer(...model.Part) bool                          { return false }
-func (u *unopened) Cancel()                                           {}
-func (u *unopened) Rows() []session.Row                               { return nil }
+func (u *unopened) ID() string                         { return "" }
+func (u *unopened) Meta() session.Meta                 { return session.Meta{} }
+func (u *unopened) ProfileName() string                { return u.profile }
+func (u *unopened) ContextWindow() int                 { return 0 }
+func (u *unopened) Level() permission.Level            { return u.level }
+func (u *unopened) Subscribe(func(agent.Event)) func() { return func() {} }
+func (u *unopened) SetAsker(permission.Asker)          {}
+func (u *unopened) Steer(...model.Part) bool           { return false }
+func (u *unopened) Cancel()                            {}
+func (u *unopened) Rows() []session.Row                { return nil }
+func (u *unopened) Status() string {
+	return "Permission: " + u.level.String() + "\nProfile: " + u.profile + "\nNo session yet: it starts with your first message."
+}
 func (u *unopened) Compact(context.Context) error                     { return errNoSession }
 func (u *unopened) Withdraw(context.Context, int64) error             { return errNoSession }
 func (u *unopened) Update(context.Context, func(*session.Meta)) error { return errNoSession }

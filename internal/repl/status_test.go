@@ -3,23 +3,21 @@ package repl
 import (
 	"strings"
 	"testing"
+
+	"meka.dev/meka/permission"
 )
 
-// instructed is a session whose prompt loaded instruction files.
-type instructed struct {
-	*fakeSession
-	files []string
-}
-
-func (s instructed) Instructions() []string { return s.files }
-
-// /status names the instruction files a hosted session's prompt loaded.
-func TestStatusNamesInstructions(t *testing.T) {
-	lines := strings.Join(statusBlock(instructed{newFake(), []string{"/w/AGENTS.md (12 bytes)"}}), "\n")
-	if !strings.Contains(lines, "Instructions: /w/AGENTS.md (12 bytes)") {
-		t.Fatalf("status:\n%s", lines)
+// /status prints the host's block as it is (the level, sandbox, profile,
+// instructions, tokens), and says it spent nothing.
+func TestStatusIsTheHostsBlock(t *testing.T) {
+	f := newFake()
+	got := statusBlock(f)
+	want := append(strings.Split(f.Status(), "\n"), "(answered here; no model call)")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("status:\n%s", strings.Join(got, "\n"))
 	}
-	if lines := strings.Join(statusBlock(instructed{newFake(), nil}), "\n"); !strings.Contains(lines, "Instructions: no AGENTS.md found") {
-		t.Fatalf("status:\n%s", lines)
+	u := Unopened("test", permission.Workspace, nil)
+	if got := strings.Join(statusBlock(u), "\n"); !strings.Contains(got, "No session yet") || !strings.HasPrefix(got, "Permission: workspace") {
+		t.Fatalf("status of a session not created yet:\n%s", got)
 	}
 }
