@@ -160,6 +160,9 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 	}
 	defer os.Remove(filepath.Join(dir, "serve.json"))
 	fmt.Fprintf(g.stderr, "meka serve: listening on %s\n", url)
+	if a.sched != nil {
+		a.sched.sched.OnFired(srv.ScheduleFired)
+	}
 	defer a.startScheduler(ctx)()
 	if err := srv.Serve(ctx, l); err != nil {
 		return &exitError{code: 1, err: err}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -159,4 +160,17 @@ func (srv *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
 	}
 	srv.record(r.Context(), Entry{Type: "schedule.cancelled", Data: mustJSON(map[string]string{"job_id": id})})
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// ScheduleFired records what became of a due occurrence as a
+// schedule.fired event (and so a webhook): completed, failed (with the
+// provider's text only under relay_provider_errors) or dropped.
+func (srv *Server) ScheduleFired(f schedule.Fired) {
+	d := map[string]any{"job_id": f.JobID, "session_id": f.SessionID, "occurrence_at": f.OccurrenceAt.UTC(),
+		"status": f.Status, "missed": f.Missed, "late_by_ms": f.LateBy.Milliseconds()}
+	if f.Err != nil {
+		p := srv.turnProblem(f.Err)
+		d["error"] = p
+	}
+	srv.record(context.Background(), Entry{SessionID: f.SessionID, Type: "schedule.fired", Data: mustJSON(d)})
 }

@@ -48,6 +48,7 @@ func (s *Scheduler) occurrence(ctx context.Context, j Job, now time.Time, res *S
 	if !j.Recurring() && late > s.opts.MissedGrace {
 		res.Dropped++
 		log.Warn("one-shot job dropped: it is past missed_grace", "due", j.NextAt, "late", s.formatDuration(late.Truncate(time.Second)))
+		s.report(Fired{JobID: j.ID, SessionID: j.SessionID, OccurrenceAt: j.NextAt, Status: "dropped", LateBy: late})
 		_, err := s.opts.Store.Retire(context.WithoutCancel(ctx), j.ID, s.opts.Owner)
 		s.forget(j.ID)
 		return false, err
@@ -119,9 +120,12 @@ func (s *Scheduler) occurrence(ctx context.Context, j Job, now time.Time, res *S
 		return false, nil
 	}
 	res.Fired++
+	fired := Fired{JobID: j.ID, SessionID: j.SessionID, OccurrenceAt: j.NextAt, Status: "completed", Missed: missed, LateBy: max(late, 0)}
 	if err != nil {
 		log.Warn("scheduled turn failed", "err", err)
+		fired.Status, fired.Err = "failed", err
 	}
+	s.report(fired)
 	store := context.WithoutCancel(ctx)
 	if !j.Recurring() {
 		_, err := s.opts.Store.Retire(store, j.ID, s.opts.Owner)
@@ -130,6 +134,33 @@ func (s *Scheduler) occurrence(ctx context.Context, j Job, now time.Time, res *S
 	}
 	_, err = s.opts.Store.Advance(store, j.ID, s.opts.Owner, Advance{NextAt: next, FiredAt: now, Baseline: v.baseline})
 	return true, err
+}
+
+// Fired is what became of a due occurrence this host handled: a turn
+// delivered (completed or failed) or a one-shot dropped past its grace.
+type Fired struct {
+	JobID, SessionID string
+	OccurrenceAt     time.Time
+	Status           string // completed, failed or dropped
+	Missed           int    // occurrences collapsed into this turn
+	LateBy           time.Duration
+	Err              error // why a turn failed
+}
+
+// OnFired sets a function told of every occurrence handled, such as meka
+// serve's feed and its schedule.fired webhooks; nil stops it.
+func (s *Scheduler) OnFired(fn func(Fired)) {
+	if fn == nil {
+		s.fired.Store(nil)
+		return
+	}
+	s.fired.Store(&fn)
+}
+
+func (s *Scheduler) report(f Fired) {
+	if fn := s.fired.Load(); fn != nil {
+		(*fn)(f)
+	}
 }
 
 // withheldNow is Withheld with this host's tools and confinement.

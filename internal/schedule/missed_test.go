@@ -80,10 +80,16 @@ func TestOneShotMissedGrace(t *testing.T) {
 	late := e.create(sid, permission.Read, `{"prompt": "join standup", "in": "1h"}`)
 	e.create(sid, permission.Read, `{"prompt": "still relevant", "in": "3h"}`)
 
+	var fired []schedule.Fired
+	e.sched.OnFired(func(f schedule.Fired) { fired = append(fired, f) })
 	// Back after 25h: the first is past missed_grace (24h) and dropped,
 	// the second 23h late and fired, told so.
 	now := t0.Add(26 * time.Hour)
 	res := e.sweep(now)
+	// Whoever watches (meka serve's schedule.fired) hears of both.
+	if len(fired) != 2 || fired[0].Status != "dropped" || fired[0].JobID != late || fired[1].Status != "completed" || fired[1].LateBy != 23*time.Hour {
+		t.Errorf("fired reports: %+v", fired)
+	}
 	if res.Dropped != 1 || res.Fired != 1 {
 		t.Fatalf("sweep: %+v\n%s", res, e.log)
 	}

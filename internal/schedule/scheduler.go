@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"meka.dev/meka/permission"
@@ -87,6 +88,7 @@ type Scheduler struct {
 	log  *slog.Logger
 
 	sweeping sync.Mutex // one sweep at a time
+	fired    atomic.Pointer[func(Fired)]
 
 	mu       sync.Mutex             // guards failures and withheld
 	failures map[string]gateFailure // job id → its run of gate failures
