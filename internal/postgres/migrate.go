@@ -179,13 +179,24 @@ const migrateLock = 0x6d656b61
 // a transaction that first takes an advisory lock and rereads the
 // version, so hosts migrating at once apply each step exactly once.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+	// Two hosts creating the table at once would collide in the catalog:
+	// the advisory lock makes them take turns here too.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("create schema_version: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+		return fmt.Errorf("create schema_version: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
 	version    integer PRIMARY KEY,
 	name       text NOT NULL,
 	applied_at timestamptz NOT NULL DEFAULT now()
-)`); err != nil && pgCode(err) != codeUniqueViolation {
-		// Two hosts creating it at once can collide on the catalog's key;
-		// the table exists either way.
+)`); err != nil {
+		return fmt.Errorf("create schema_version: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("create schema_version: %w", err)
 	}
 	for _, m := range migrations {
