@@ -9,13 +9,14 @@ import (
 )
 
 // This file holds the slash commands meka answers itself, with no model
-// call: /status, /mcp, /usage and /memories.
+// call: /status, /mcp, /usage, /memories and /reload.
 
 var builtinCommands = []AvailableCommand{
 	{Name: "status", Description: "Show the session's permission level, profile, model, context usage and tokens"},
 	{Name: "mcp", Description: "Show the configured MCP servers and their connection status"},
 	{Name: "usage", Description: "Show the account's rate-limit windows (subscription backends only)"},
 	{Name: "memories", Description: "Show the memories this session sees: its project's, or yours on no project"},
+	{Name: "reload", Description: "Read AGENTS.md, skills and the environment again for the next request"},
 }
 
 // commands is the palette: the built-in commands, then the skills hs
@@ -79,6 +80,18 @@ func (e *entry) runLocal(ctx context.Context, cmd string) *PromptResponse {
 		text = e.status()
 	case "mcp":
 		text = e.s.opts.Host.MCPReport()
+	case "reload":
+		next, err := e.s.opts.Host.Reload(ctx, e.id)
+		if err != nil {
+			e.s.log.Error("acp: /reload", "session_id", e.id, "err", err)
+			text = "The session could not be reloaded; it goes on with the prompt it had."
+			break
+		}
+		e.attach(next)
+		text = "Reloaded: the next request reads the instructions, skills and environment as they are now."
+		if files := next.Instructions(); len(files) > 0 {
+			text += "\nInstructions: " + strings.Join(files, ", ")
+		}
 	case "memories":
 		t, err := e.session().Memories(ctx)
 		if err != nil {

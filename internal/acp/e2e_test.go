@@ -268,8 +268,14 @@ func checkSkillRequests(t *testing.T, reqs []modeltest.Recorded) {
 		return system, user
 	}
 	sys, u := last(0)
-	if !strings.Contains(sys, "AGENTS-RULES") || !strings.Contains(sys, "- deploy: Deploy the app.") {
+	if !strings.Contains(sys, "AGENTS-RULES") || strings.Contains(sys, "AGENTS-RULES-2") || !strings.Contains(sys, "- deploy: Deploy the app.") {
 		t.Errorf("system prompt:\n%s", sys)
+	}
+	if s1, _ := last(2); s1 != sys {
+		t.Error("the system prompt changed within the session before /reload")
+	}
+	if s2, _ := last(3); !strings.Contains(s2, "AGENTS-RULES-2") {
+		t.Errorf("after /reload the system prompt is still:\n%s", s2)
 	}
 	if !strings.HasPrefix(u, "/deploy to staging\n") || !strings.Contains(u, "DEPLOY-BODY") || !strings.Contains(u, "- run.sh") {
 		t.Errorf("invocation sent as %q", u)

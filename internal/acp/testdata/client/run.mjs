@@ -540,7 +540,7 @@ const scenarios = {
     check(skipped?.severity === "warning" && skipped.description.includes("must start with a --- line"), `skipped skill notice ${JSON.stringify(of(state, id, "notice"))}`);
     // The palette sent after session/new and again at the top of the prompt.
     check(of(state, id, "available_commands_update").length === 2, "palette updates");
-    check(JSON.stringify(names()) === '["status","mcp","usage","memories","deploy"]', `palette ${JSON.stringify(names())}`);
+    check(JSON.stringify(names()) === '["status","mcp","usage","memories","reload","deploy"]', `palette ${JSON.stringify(names())}`);
     check(palette().find((c) => c.name === "deploy")?.input?.hint === "additional context (optional)", "input hint");
     check(palette().find((c) => c.name === "status")?.description.startsWith("Show the session"), "a skill shadowed /status");
     await prompt(ctx, id, "/usr/lib is where?");
@@ -551,6 +551,11 @@ const scenarios = {
     check(status.includes(`Instructions: ${ws}/AGENTS.md (`), `status: ${status}`);
     mkdirSync(join(ws, ".agents/skills/late"), { recursive: true });
     writeFileSync(join(ws, ".agents/skills/late/SKILL.md"), "---\nname: late\ndescription: Installed mid-session.\n---\nLATE-BODY\n");
+    // A changed AGENTS.md is read again on /reload (the Go side checks the
+    // next request's system prompt).
+    writeFileSync(join(ws, "AGENTS.md"), "AGENTS-RULES-2\n");
+    const rl = await prompt(ctx, id, "/reload");
+    check(rl.stopReason === "end_turn", `/reload: ${rl.stopReason}`);
     const r2 = await prompt(ctx, id, "write a skill");
     check(names().includes("late"), `palette not refreshed: ${JSON.stringify(names())}`);
     check(r2.stopReason === "end_turn", "skill_write turn");
