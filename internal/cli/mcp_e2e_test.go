@@ -244,3 +244,26 @@ startup_timeout = "60s"
 		t.Logf("second request: %s\nstderr: %s", reqs[1].Body, errOut)
 	}
 }
+
+// A server that dies mid-session comes back: the call it died in fails as
+// unavailable, the next one waits out the reconnection and runs.
+func TestOneshotMCPServerDiesAndComesBack(t *testing.T) {
+	server := mcpTestServer(t)
+	srv := scripted(t, `[
+	 {"tool_calls":[{"id":"c1","name":"mcp__t__die","arguments":{}}]},
+	 {"tool_calls":[{"id":"c2","name":"mcp__t__echo","arguments":{"text":"back"}}]},
+	 {"text":"done"}]`)
+	cfg := mcpConfig(t, srv.URL, fmt.Sprintf("[mcp.servers.t]\ncommand = %q\n", server))
+	out, errOut, code := run(t, t.TempDir(), isolatedEnv(t, "OPENAI_API_KEY=k"), "--config", cfg, "--permission", "unrestricted", "--oneshot", "x")
+	if code != 0 || out != "done\n" {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 || !bytes.Contains(reqs[1].Body, []byte("the MCP server t disconnected during the call")) ||
+		!bytes.Contains(reqs[2].Body, []byte("echo: back")) {
+		t.Fatalf("requests: %d; stderr %q", len(reqs), errOut)
+	}
+	if !strings.Contains(errOut, "[meka warn] MCP server t disconnected; reconnecting") {
+		t.Errorf("stderr %q", errOut)
+	}
+}

@@ -25,8 +25,11 @@ type server struct {
 	ready  chan struct{} // closed once the first start settled
 	stderr *tail
 
-	mu      sync.Mutex // guards state, err, conn, tools, prompts, calls, nextCall
-	state   State
+	mu    sync.Mutex // guards state, err, conn, tools, prompts, calls, nextCall, moved
+	state State
+	// moved is closed and replaced at every change of state, for calls
+	// waiting out a reconnection.
+	moved   chan struct{}
 	err     error
 	conn    *conn
 	tools   []*remoteTool
@@ -78,6 +81,40 @@ func (s *server) session() *sdk.ClientSession {
 		return nil
 	}
 	return s.conn.cs
+}
+
+// await returns the live session, waiting while the server reconnects
+// after a drop (at most its startup_timeout); nil when it is not
+// connected and not on its way back.
+func (s *server) await(ctx context.Context) *sdk.ClientSession {
+	timer := time.NewTimer(s.cfg.StartupTimeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		if s.conn != nil && s.state == StateConnected {
+			cs := s.conn.cs
+			s.mu.Unlock()
+			return cs
+		}
+		// Starting, or connected with the connection just lost (the
+		// loop is about to say so): wait.
+		if s.state != StateStarting && s.state != StateConnected {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.moved == nil {
+			s.moved = make(chan struct{})
+		}
+		moved := s.moved
+		s.mu.Unlock()
+		select {
+		case <-moved:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // run connects, waits for the connection to end, and connects again
@@ -135,6 +172,10 @@ func (s *server) setState(st State, err error, text string) {
 	s.mu.Lock()
 	changed := s.state != st
 	s.state, s.err = st, err
+	if s.moved != nil {
+		close(s.moved)
+		s.moved = nil
+	}
 	s.mu.Unlock()
 	if changed {
 		sev := SeverityWarning
@@ -291,6 +332,21 @@ func (s *server) relist(ctx context.Context, c *conn) {
 		s.mu.Unlock()
 		s.m.rebuild()
 	}()
+}
+
+// lost ends the connection whose session cs failed a call, so that the
+// server's loop connects again and calls meanwhile wait for it.
+func (s *server) lost(cs *sdk.ClientSession) {
+	s.mu.Lock()
+	mine := s.conn != nil && s.conn.cs == cs
+	if mine {
+		s.conn = nil
+	}
+	s.mu.Unlock()
+	_ = cs.Close()
+	if mine {
+		s.setState(StateStarting, nil, "MCP server "+s.cfg.Name+" disconnected; reconnecting")
+	}
 }
 
 // disconnect closes a connection and kills what is left of its process.

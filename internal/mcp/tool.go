@@ -164,7 +164,7 @@ func (t *Tool) Title(args json.RawMessage) string {
 // failed result saying so, and the call is cancelled on the server.
 func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	s := t.rt.s
-	cs := s.session()
+	cs := s.await(ctx)
 	if cs == nil {
 		return tool.Result{}, fmt.Errorf("%w: the MCP server %s is not connected; try again later or do without it", tool.ErrUnavailable, s.cfg.Name)
 	}
@@ -189,7 +189,7 @@ func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 		s.m.opts.Logger.Info("mcp: call failed", "server", s.cfg.Name, "tool", t.rt.remote, "err", err)
 		// An HTTP connection can fail without its session ending; ending
 		// it makes the server's loop connect again.
-		_ = cs.Close()
+		s.lost(cs)
 		return tool.Result{}, fmt.Errorf("%w: the MCP server %s disconnected during the call", tool.ErrUnavailable, s.cfg.Name)
 	case err != nil:
 		return tool.Errorf("%s failed: %v", t.rt.name, err), nil
