@@ -71,6 +71,8 @@ type Server struct {
 	sessions map[string]*attached    // sessions this server attached to
 	idem     map[string]*idempotency // Idempotency-Key → stored response
 
+	cache feedCache // the feed\'s newest events, for live streams
+
 	subMu sync.Mutex               // guards subs
 	subs  map[*subscriber]struct{} // live streams, for ephemeral frames
 }
@@ -91,6 +93,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux(),
 		sessions: make(map[string]*attached), idem: make(map[string]*idempotency), subs: make(map[*subscriber]struct{})}
+	s.cache.feed = opts.Feed
 	s.routes()
 	return s, nil
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -125,21 +124,37 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 	defer keepalive.Stop()
 	poll := time.NewTicker(pollInterval)
 	defer poll.Stop()
+	cache := &srv.cache
+	if err := cache.prime(ctx); err != nil {
+		return
+	}
+	var buf []byte
 	for {
 		changed := srv.opts.Feed.Changed()
+		// Catch up: from the store while behind what the cache holds (a
+		// resume from long ago), then from memory.
 		for {
-			evs, err := srv.opts.Feed.After(ctx, after, sessionID, 500)
-			if err != nil {
-				return
+			evs, cached := cache.since(after, sessionID)
+			if !cached {
+				if evs, err = srv.opts.Feed.After(ctx, after, sessionID, 500); err != nil {
+					return
+				}
+				if len(evs) == 0 {
+					// None of this stream's events up to where the cache
+					// starts: continue from there.
+					after = max(after, cache.floor())
+					continue
+				}
 			}
 			for _, e := range evs {
-				writeFrame(w, srv.outgoing(e))
+				buf = appendFrame(buf[:0], srv.outgoing(e))
+				w.Write(buf)
 				after = e.ID
 			}
 			if len(evs) > 0 {
 				fl.Flush()
 			}
-			if len(evs) < 500 {
+			if cached {
 				break
 			}
 		}
@@ -147,7 +162,13 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 		case <-ctx.Done():
 			return
 		case <-changed:
+			if cache.update(ctx, false) != nil {
+				return
+			}
 		case <-poll.C:
+			if cache.update(ctx, true) != nil {
+				return
+			}
 		case <-keepalive.C:
 			fmt.Fprint(w, ": keepalive\n\n")
 			fl.Flush()
@@ -155,17 +176,50 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 			if !open {
 				return // too slow: the client resumes by id
 			}
-			writeFrame(w, f)
+			buf = appendFrame(buf[:0], f)
+			w.Write(buf)
 			fl.Flush()
 		}
 	}
 }
 
 // writeFrame writes one SSE frame: id only for durable events.
-func writeFrame(w http.ResponseWriter, f frame) {
-	b, _ := json.Marshal(f)
+func writeFrame(w http.ResponseWriter, f frame) { w.Write(appendFrame(nil, f)) }
+
+// appendFrame appends one SSE frame. The envelope is written by hand: its
+// data is the feed's own JSON, which json.Marshal would parse again.
+func appendFrame(b []byte, f frame) []byte {
 	if f.ID != "" {
-		fmt.Fprintf(w, "id: %s\n", f.ID)
+		b = append(b, "id: "...)
+		b = append(b, f.ID...)
+		b = append(b, '\n')
 	}
-	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", f.Type, b)
+	b = append(b, "event: "...)
+	b = append(b, f.Type...)
+	b = append(b, "\ndata: {"...)
+	if f.ID != "" {
+		b = append(b, `"id":"`...)
+		b = append(b, f.ID...)
+		b = append(b, `",`...)
+	}
+	b = append(b, `"type":`...)
+	b = strconv.AppendQuote(b, f.Type)
+	b = append(b, `,"timestamp":"`...)
+	b = f.Timestamp.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = append(b, '"')
+	if f.SessionID != "" {
+		b = append(b, `,"session_id":`...)
+		b = strconv.AppendQuote(b, f.SessionID)
+	}
+	if f.Turn != 0 {
+		b = append(b, `,"turn":`...)
+		b = strconv.AppendInt(b, f.Turn, 10)
+	}
+	b = append(b, `,"data":`...)
+	if len(f.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, f.Data...)
+	}
+	return append(b, "}\n\n"...)
 }
