@@ -87,6 +87,9 @@ func (s *server) session() *sdk.ClientSession {
 // after a drop (at most its startup_timeout); nil when it is not
 // connected and not on its way back.
 func (s *server) await(ctx context.Context) *sdk.ClientSession {
+	if cs := s.session(); cs != nil {
+		return cs
+	}
 	timer := time.NewTimer(s.cfg.StartupTimeout)
 	defer timer.Stop()
 	for {
