@@ -43,6 +43,8 @@ func errStatus(err error) (status int, code, title string) {
 		return http.StatusConflict, "held-elsewhere", "Another meka process holds the session"
 	case errors.Is(err, agent.ErrBusy):
 		return http.StatusConflict, "turn-in-flight", "A turn is running in the session"
+	case errors.Is(err, host.ErrNoProject):
+		return http.StatusUnprocessableEntity, "project-unknown", "No such project"
 	case errors.Is(err, host.ErrLevelNotEnabled):
 		return http.StatusUnprocessableEntity, "level-not-enabled", "The permission level is not enabled"
 	}

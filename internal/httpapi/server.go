@@ -40,8 +40,6 @@ type Options struct {
 	Levels []permission.Level
 	// Profiles are the profile names a session may be moved to.
 	Profiles []string
-	// Projects reports whether a project exists; nil means none do.
-	Projects func(ctx context.Context, name string) bool
 	// RelayProviderErrors lets a provider's own text reach clients.
 	RelayProviderErrors bool
 	// IdleTimeout releases sessions untouched this long, checked every

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"meka.dev/meka/internal/host"
@@ -286,10 +287,17 @@ func (srv *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "profile-unknown", Title: "No such profile", Detail: "no profile is called " + strconv.Quote(*body.Profile)})
 		return
 	}
-	if body.Project != nil && *body.Project != "" && (srv.opts.Projects == nil || !srv.opts.Projects(r.Context(), *body.Project)) {
-		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "project-unknown", Title: "No such project",
-			Detail: fmt.Sprintf("no project is called %q; meka projects add creates one", *body.Project)})
-		return
+	if body.Project != nil && *body.Project != "" {
+		names, err := srv.opts.Host.Projects(r.Context())
+		if err != nil {
+			srv.fail(w, r, err)
+			return
+		}
+		if !slices.Contains(names, *body.Project) {
+			writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "project-unknown", Title: "No such project",
+				Detail: fmt.Sprintf("no project is called %q; meka projects add creates one", *body.Project)})
+			return
+		}
 	}
 	changed := map[string]any{}
 	if body.Permission != nil {
@@ -306,28 +314,22 @@ func (srv *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 		}
 		changed["approvals"] = *body.Approvals
 	}
-	if body.Profile != nil || body.Project != nil {
-		err := s.Update(r.Context(), func(m *session.Meta) {
-			if body.Profile != nil {
-				m.Profile = *body.Profile
-			}
-			if body.Project != nil {
-				m.Project = *body.Project
-			}
-		})
-		if err != nil {
+	if body.Project != nil {
+		if err := s.SetProject(r.Context(), *body.Project); err != nil {
 			srv.fail(w, r, err)
 			return
 		}
-		if body.Profile != nil {
-			changed["profile"] = *body.Profile
-			if _, err := srv.opts.Host.Reopen(r.Context(), s.ID()); err != nil {
-				srv.fail(w, r, err)
-				return
-			}
+		changed["project"] = *body.Project
+	}
+	if body.Profile != nil {
+		if err := s.Update(r.Context(), func(m *session.Meta) { m.Profile = *body.Profile }); err != nil {
+			srv.fail(w, r, err)
+			return
 		}
-		if body.Project != nil {
-			changed["project"] = *body.Project
+		changed["profile"] = *body.Profile
+		if _, err := srv.opts.Host.Reopen(r.Context(), s.ID()); err != nil {
+			srv.fail(w, r, err)
+			return
 		}
 	}
 	srv.record(r.Context(), Entry{SessionID: s.ID(), Type: "session.updated", Data: mustJSON(map[string]any{"changed": changed})})
