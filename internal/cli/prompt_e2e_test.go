@@ -149,3 +149,27 @@ func TestProjectsAndMemoriesCLI(t *testing.T) {
 		t.Fatalf("user memories: %q", out)
 	}
 }
+
+// PATCH /v1/sessions/{id} moves a session only onto a project that exists.
+func TestServePatchProject(t *testing.T) {
+	work, data := t.TempDir(), t.TempDir()
+	env := isolatedEnv(t, "OPENAI_API_KEY=k", "OPENAI_BASE_URL=http://127.0.0.1:1/v1", "MEKA_DATA_DIR="+data)
+	if _, errOut, code := run(t, work, env, "projects", "add", "web"); code != 0 {
+		t.Fatalf("add: %q", errOut)
+	}
+	srv := startServe(t, work, env)
+	var rec struct{ ID string }
+	if code := srv.call(t, "POST", "/v1/sessions", map[string]any{"cwd": work}, &rec); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	if code := srv.call(t, "PATCH", "/v1/sessions/"+rec.ID, map[string]any{"project": "nope"}, nil); code != 422 {
+		t.Fatalf("unknown project: %d", code)
+	}
+	if code := srv.call(t, "PATCH", "/v1/sessions/"+rec.ID, map[string]any{"project": "web"}, nil); code != 200 {
+		t.Fatalf("move: %d", code)
+	}
+	var got struct{ Project string }
+	if code := srv.call(t, "GET", "/v1/sessions/"+rec.ID, nil, &got); code != 200 || got.Project != "web" {
+		t.Fatalf("get: %d %+v", code, got)
+	}
+}
