@@ -102,6 +102,11 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 		FirstPrompt: prompt,
 		MaxLine:     maxLine,
 	}
+	if opts.Plain {
+		// Line mode on a terminal (TERM=dumb, MEKA_PLAIN) still may not let
+		// a reply drive it; to a pipe the text passes unchanged.
+		opts.Out = g.terminalSafe(g.stdout)
+	}
 	if a.sched != nil {
 		opts.Schedules = a.sched.sched
 	}

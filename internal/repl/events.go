@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/termsafe"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/plan"
@@ -208,7 +209,9 @@ func (m *screen) text(chunk string) {
 		if i < 0 {
 			return
 		}
-		line := m.partial[:i]
+		// A reply may not drive the terminal: control sequences are
+		// dropped from each line before it is printed, colour kept.
+		line := termsafe.String(m.partial[:i], m.st.color)
 		m.partial = m.partial[i+1:]
 		if strings.HasPrefix(strings.TrimSpace(line), "```") {
 			m.inFence = !m.inFence
@@ -240,7 +243,7 @@ func (m *screen) commitBlock(blank bool) {
 // the turn's end closes its text.
 func (m *screen) endReply() {
 	if m.partial != "" {
-		m.block = append(m.block, m.partial)
+		m.block = append(m.block, termsafe.String(m.partial, m.st.color))
 		m.partial = ""
 	}
 	m.commitBlock(false)
