@@ -22,9 +22,11 @@ func (s *Session) startTasks() {
 	s.idle = make(chan struct{}, 1)
 	s.stop = make(chan struct{})
 	s.tasks = task.NewRegistry(task.Options{
-		Dir: filepath.Join(s.dataDir, "tasks"),
-		Now: s.h.opts.Now,
-		OnDone: func(task.Task) {
+		Dir:     filepath.Join(s.dataDir, "tasks"),
+		Now:     s.h.opts.Now,
+		OnStart: func(t task.Task) { s.publish(TaskChanged{Task: t}) },
+		OnDone: func(t task.Task) {
+			s.publish(TaskChanged{Task: t})
 			select {
 			case s.taskDone <- struct{}{}:
 			default:
@@ -33,6 +35,16 @@ func (s *Session) startTasks() {
 	})
 	s.reporterDone = make(chan struct{})
 	go s.deliverReports()
+}
+
+// Task is a background task, as front doors show it.
+type Task = task.Task
+
+// TaskChanged announces a background task that started or ended, for
+// front doors that show tasks live (meka serve's task.* events).
+type TaskChanged struct {
+	agent.PluginEvent
+	Task task.Task
 }
 
 // Tasks returns the session's background tasks.

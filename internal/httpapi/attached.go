@@ -112,6 +112,12 @@ func (a *attached) event(ev agent.Event) {
 		a.srv.broadcast(id, "tool.output", map[string]any{"call_id": ev.CallID, "progress": ev.Lines})
 	case agent.Usage:
 		a.srv.broadcast(id, "usage.updated", map[string]int{"used": ev.ContextTokens, "size": ev.Window})
+	case host.TaskChanged:
+		typ := "task.started"
+		if ev.Task.Exited() {
+			typ = "task.finished"
+		}
+		a.srv.record(context.Background(), Entry{SessionID: id, Type: typ, Data: mustJSON(taskViewOf(id, ev.Task, a.srv.opts.Now()))})
 	case agent.TurnStarted:
 		a.turnStarted(ev)
 	case agent.TurnEnded:

@@ -22,6 +22,7 @@ import (
 	"meka.dev/meka/internal/httpapi"
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/internal/tools/fstool"
+	"meka.dev/meka/internal/tools/shelltool"
 	"meka.dev/meka/model/script"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/plan/checklist"
@@ -107,7 +108,10 @@ func newHarnessWith(t testing.TB, rounds string, more ...host.ExtensionFunc) *ha
 			}
 			return host.Profile{Name: "test", Provider: h.prov, ContextWindow: 100000}, nil
 		},
-		Tools: func(env host.Env) ([]tool.Tool, error) { return fstool.New(fstool.Options{FS: env.Files}), nil },
+		Tools: func(env host.Env) ([]tool.Tool, error) {
+			return append(fstool.New(fstool.Options{FS: env.Files}),
+				shelltool.New(shelltool.Options{Tasks: env.TaskRegistry, Env: os.Environ()})), nil
+		},
 		Extensions: append([]host.ExtensionFunc{func(env host.Env) (host.Extension, error) {
 			return checklist.New(checklist.Options{Tasks: env.Tasks, Denied: env.Denied}).Compose(), nil
 		}}, more...),

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 	"time"
+
+	"meka.dev/meka/internal/host"
 )
 
 type taskView struct {
@@ -34,21 +36,7 @@ func (srv *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		for _, t := range s.Tasks() {
-			v := taskView{ID: t.ID, SessionID: s.ID(), Label: t.Label, Command: t.Command, State: "running", StartedAt: t.Started.UTC()}
-			if t.Exited() {
-				v.State = "exited"
-				if t.Reported {
-					v.State = "reported"
-				}
-				end := t.Ended.UTC()
-				v.EndedAt = &end
-				o := &outcome{Signal: t.Signal, Reason: t.Reason, DurationMS: t.Duration(now).Milliseconds()}
-				if t.ExitCode >= 0 {
-					code := t.ExitCode
-					o.ExitCode = &code
-				}
-				v.Outcome = o
-			}
+			v := taskViewOf(s.ID(), t, now)
 			if st := q.Get("state"); st != "" && st != v.State {
 				continue
 			}
@@ -56,4 +44,24 @@ func (srv *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": nil})
+}
+
+// taskViewOf is a task as the API shows it, outcome included.
+func taskViewOf(sessionID string, t host.Task, now time.Time) taskView {
+	v := taskView{ID: t.ID, SessionID: sessionID, Label: t.Label, Command: t.Command, State: "running", StartedAt: t.Started.UTC()}
+	if t.Exited() {
+		v.State = "exited"
+		if t.Reported {
+			v.State = "reported"
+		}
+		end := t.Ended.UTC()
+		v.EndedAt = &end
+		o := &outcome{Signal: t.Signal, Reason: t.Reason, DurationMS: t.Duration(now).Milliseconds()}
+		if t.ExitCode >= 0 {
+			code := t.ExitCode
+			o.ExitCode = &code
+		}
+		v.Outcome = o
+	}
+	return v
 }

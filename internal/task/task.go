@@ -145,6 +145,9 @@ type Options struct {
 	// from the registry's own goroutine and holding no lock, so it may call
 	// back into the registry. Calls for different tasks may be concurrent.
 	OnDone func(Task)
+	// OnStart is called for every task started, after Start has it
+	// running and holding no lock.
+	OnStart func(Task)
 }
 
 // Registry holds one session's tasks. It is safe for concurrent use.
@@ -183,6 +186,14 @@ func NewRegistry(opts Options) *Registry {
 // Start starts spec in the background and returns it running. A task that
 // cannot start is not registered.
 func (r *Registry) Start(spec Spec) (Task, error) {
+	t, err := r.start(spec)
+	if err == nil && r.opts.OnStart != nil {
+		r.opts.OnStart(t)
+	}
+	return t, err
+}
+
+func (r *Registry) start(spec Spec) (Task, error) {
 	if strings.TrimSpace(spec.Command) == "" {
 		return Task{}, errors.New("start task: empty command")
 	}
