@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strconv"
@@ -17,14 +18,19 @@ import (
 // command runs with a background child, which survives its shell (no PID
 // namespace at unrestricted); the next meka to hold the session kills it.
 func TestReopenKillsLeftovers(t *testing.T) {
+	work, data := t.TempDir(), t.TempDir()
+	// The command hands over its child's pid only once meka has recorded
+	// its process group: a kill before that record is a window in which
+	// nothing can find the group, not what this test is about.
+	command := `sleep 300 & p=$!; until ls ` + data + `/sessions/*/running/* >/dev/null 2>&1; do :; done; echo $p > pid; sleep 300`
+	args, _ := json.Marshal(map[string]string{"command": command})
 	s, err := script.Parse([]byte(`{"rounds":[
-	 {"tool_calls":[{"id":"s1","name":"shell_execute","arguments":{"command":"sleep 300 & echo $! > pid; sleep 300"}}]},
+	 {"tool_calls":[{"id":"s1","name":"shell_execute","arguments":` + string(args) + `}]},
 	 {"text":"next"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := modeltest.NewServer(t, s)
-	work, data := t.TempDir(), t.TempDir()
 	if err := unix.Mkfifo(work+"/pid", 0o600); err != nil {
 		t.Fatal(err)
 	}
