@@ -112,3 +112,51 @@ func messagesText(r *model.Request) string {
 	}
 	return b.String()
 }
+
+// Cancelling a turn waiting on an approval resolves the approval as
+// denied by the cancel and ends the turn cancelled; a cancel of an ended
+// turn answers with the turn.
+func TestCancelResolvesPendingApproval(t *testing.T) {
+	h := newHarness(t, `[{"tool_calls":[{"id":"w","name":"file_write","arguments":{"path":"out.txt","content":"x"}}]}]`)
+	var s sessionRec
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd, "permission": "read", "approvals": true}, http.StatusCreated, &s)
+	next := h.stream("/v1/sessions/"+s.ID+"/events?after=0", "")
+	var st struct {
+		TurnID string `json:"turn_id"`
+	}
+	h.json("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "write"}}}, http.StatusAccepted, &st)
+	for {
+		f, ok := next()
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		if f.Type == "approval.requested" {
+			break
+		}
+	}
+	h.json("POST", "/v1/sessions/"+s.ID+"/turns/"+st.TurnID+"/cancel", nil, http.StatusAccepted, nil)
+	var by string
+	for {
+		f, ok := next()
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		if f.Type == "approval.resolved" {
+			by, _ = f.Data["by"].(string)
+		}
+		if f.Type == "turn.completed" {
+			if f.Data["status"] != "cancelled" || by != "cancel" {
+				t.Fatalf("turn %+v, approval resolved by %q", f.Data, by)
+			}
+			break
+		}
+	}
+	var tr turnRec
+	h.json("POST", "/v1/sessions/"+s.ID+"/turns/"+st.TurnID+"/cancel", nil, http.StatusOK, &tr)
+	if tr.Status != "cancelled" {
+		t.Fatalf("cancel after the end: %+v", tr)
+	}
+	if _, err := os.Stat(filepath.Join(h.cwd, "out.txt")); err == nil {
+		t.Fatal("the cancelled call ran")
+	}
+}

@@ -45,6 +45,7 @@ type turnInfo struct {
 
 	number int64         // the engine's turn number
 	own    bool          // started by this server, which ends it
+	cancel func()        // cancels an own turn, before or after it began
 	done   chan struct{} // closed when the turn ended
 }
 

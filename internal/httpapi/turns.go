@@ -162,11 +162,16 @@ func (a *attached) start(msg session.UserMessage) (*turnInfo, error) {
 	}
 	t := &turnInfo{ID: uuid.Must(uuid.NewV7()).String(), SessionID: a.s.ID(), Source: "client", Status: "running",
 		StartedAt: a.srv.opts.Now().UTC(), done: make(chan struct{}), own: true}
+	// The turn's own context latches a cancel that lands before the
+	// engine has begun it.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.cancel = cancel
 	a.turns[t.ID] = t
 	a.next = t
 	a.mu.Unlock()
 	go func() {
-		res, err := a.s.Run(context.Background(), msg)
+		defer cancel()
+		res, err := a.s.Run(ctx, msg)
 		a.mu.Lock()
 		began := a.next != t
 		if !began {
@@ -241,7 +246,11 @@ func (srv *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 	}
-	a.s.Cancel()
+	if t.cancel != nil {
+		t.cancel()
+	} else {
+		a.s.Cancel()
+	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"turn_id": t.ID, "status": "cancelling"})
 }
 
