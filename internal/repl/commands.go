@@ -33,6 +33,8 @@ var commands = []struct {
 	{"plan", "", "the whole plan the log adds up to", true},
 	{"usage", "", "rate-limit windows (subscription backends)", true},
 	{"mcp", "", "MCP servers and their status", true},
+	{"memories", "", "the memories this session sees (its project's, or yours)", true},
+	{"reload", "", "read AGENTS.md, skills and the environment again", false},
 	{"profile", "[name]", "show or switch the model profile", false},
 	{"cd", "DIR", "move the session to another directory", false},
 	{"compact", "", "summarize older turns now", false},
@@ -132,6 +134,26 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 		return strings.Split(m.opts.MCP.MCPReport(), "\n"), nil
 	case "schedule":
 		return m.scheduleCommand(ctx, args), nil
+	case "memories":
+		mem, ok := s.(interface {
+			Memories(ctx context.Context) (string, error)
+		})
+		if !ok {
+			return say("This session keeps no memories."), nil
+		}
+		text, err := mem.Memories(ctx)
+		if err != nil {
+			return say("%v", err), nil
+		}
+		return strings.Split(strings.TrimRight(text, "\n"), "\n"), nil
+	case "reload":
+		r, ok := s.(interface {
+			Reload(ctx context.Context) (Session, error)
+		})
+		if !ok {
+			return say("This session has no instructions to reload."), nil
+		}
+		return nil, m.switchSession(r.Reload, "")
 	case "profile":
 		if args == "" {
 			return say("Profile: %s. /profile NAME switches; the old backend's thinking is not replayed.", s.ProfileName()), nil

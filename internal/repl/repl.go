@@ -146,6 +146,16 @@ func (s *hosted) Reopen(ctx context.Context) (Session, error) {
 	return &hosted{h: s.h, Session: n}, nil
 }
 
+// Reload builds the session's system prompt again (AGENTS.md, skills,
+// the environment) and reopens it, as ACP's /reload does.
+func (s *hosted) Reload(ctx context.Context) (Session, error) {
+	n, err := s.h.Reload(ctx, s.ID())
+	if err != nil {
+		return nil, err
+	}
+	return &hosted{h: s.h, Session: n}, nil
+}
+
 func (s *hosted) Fork(ctx context.Context) (Session, error) {
 	n, err := s.h.Fork(ctx, s.ID(), -1)
 	if err != nil {

@@ -525,3 +525,42 @@ func TestMCPPromptAndReport(t *testing.T) {
 		t.Error("the rendered prompt was shown as typed")
 	}
 }
+
+// memFake is a session that keeps memories and reloads its prompt.
+type memFake struct {
+	*fakeSession
+	reloads int
+}
+
+func (f *memFake) Memories(context.Context) (string, error) {
+	return "Memories (project meka), newest first:\n- m2: the CI needs Node 20\n- m1: run go vet", nil
+}
+
+func (f *memFake) Reload(context.Context) (Session, error) {
+	f.reloads++
+	return f, nil
+}
+
+// /memories prints what the session sees; /reload reopens it with its
+// prompt built again; a session without them says so.
+func TestMemoriesAndReload(t *testing.T) {
+	h := newHarness(t)
+	h.typeText("/memories")
+	h.send(keyCode(tea.KeyEnter))
+	h.wantCommitted("This session keeps no memories.")
+
+	mf := &memFake{fakeSession: h.f}
+	h.m.hold(mf)
+	h.typeText("/memories")
+	h.send(keyCode(tea.KeyEnter))
+	h.wantCommitted("- m2: the CI needs Node 20", "- m1: run go vet")
+
+	lines, cmd := h.m.runCommand("reload", "")
+	if len(lines) != 0 || cmd == nil {
+		t.Fatalf("/reload: %q %v", lines, cmd)
+	}
+	h.send(cmd())
+	if mf.reloads != 1 {
+		t.Fatalf("reloads %d", mf.reloads)
+	}
+}
