@@ -504,7 +504,7 @@ func TestMCPPromptAndReport(t *testing.T) {
 	h.typeText("/mcp")
 	h.send(keyCode(tea.KeyEnter))
 	h.wantCommitted("- deploy: connected, 2 tools, 1 prompt")
-	h.typeText("/rel")
+	h.typeText("/rele") // "/rel" is also /reload
 	h.send(keyCode(tea.KeyTab))
 	if h.m.comp.value() != "/release-notes " {
 		t.Fatalf("completion %q", h.m.comp.value())
