@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -207,6 +208,14 @@ func (s *Session) expandSkill(msg session.UserMessage) (session.UserMessage, err
 	}
 	sk, ok := skills.Find(s.Skills(), name)
 	if !ok {
+		// A skill that exists but cannot be read is an error; any other
+		// miss is text for the model (a pasted /usr/lib).
+		_, problems := s.h.discoverSkills(s.Meta().Cwd)
+		for _, p := range problems {
+			if errors.Is(p.Err, skills.ErrUnreadable) && filepath.Base(filepath.Dir(p.Path)) == name {
+				return msg, fmt.Errorf("invoke skill %s: %w", name, p)
+			}
+		}
 		s.h.opts.Logger.Debug("slash command is no skill; passed to the model", "session_id", s.id, "command", name)
 		return msg, nil
 	}

@@ -227,3 +227,25 @@ func TestSkillTools(t *testing.T) {
 		t.Fatalf("summary %q", summary)
 	}
 }
+
+// A slash command naming a skill that exists but cannot be read fails the
+// turn (ACP answers InternalError); a name no skill has goes to the model.
+func TestUnreadableSkillIsAnError(t *testing.T) {
+	f := newFixture(t, `[{"text":"no such command"}]`)
+	cwd := canonDir(t)
+	// SKILL.md is a directory: it exists, and reading it fails, as root too.
+	if err := os.MkdirAll(filepath.Join(cwd, ".agents", "skills", "broken", "SKILL.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "/broken now"}); err == nil || !strings.Contains(err.Error(), "invoke skill broken") {
+		t.Fatalf("unreadable skill: %v", err)
+	}
+	if res, err := s.Prompt(t.Context(), model.Text{Text: "/nonexistent please"}); err != nil || res.Reply != "no such command" {
+		t.Fatalf("unknown name: %+v %v", res, err)
+	}
+}

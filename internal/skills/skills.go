@@ -128,6 +128,10 @@ type Problem struct {
 	Err  error
 }
 
+// ErrUnreadable marks a skill whose SKILL.md exists but cannot be read,
+// as opposed to one that reads but is malformed.
+var ErrUnreadable = errors.New("cannot be read")
+
 func (p Problem) Error() string { return fmt.Sprintf("skill %s: %v", p.Path, p.Err) }
 
 // Discover reads the skills of every location, earlier locations winning
@@ -156,7 +160,7 @@ func Discover(locs []Location) ([]Skill, []Problem) {
 				continue // not a skill
 			}
 			if err != nil {
-				problems = append(problems, Problem{Path: path, Err: err})
+				problems = append(problems, Problem{Path: path, Err: fmt.Errorf("%w: %w", ErrUnreadable, err)})
 				continue
 			}
 			s, err := Parse(e.Name(), data)
