@@ -60,6 +60,7 @@ func (m *screen) event(ev agent.Event) tea.Cmd {
 		c := m.call(ev.CallID)
 		r := ev.Result
 		fin := card{name: r.Name, title: r.Name, status: r.Status, output: resultText(r), change: r.Change}
+		m.lastOutput = strings.TrimRight(fin.output+"\n"+fin.change, "\n")
 		if c != nil {
 			fin.title = c.title
 			fin.took = m.now().Sub(c.started)

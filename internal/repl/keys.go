@@ -2,11 +2,14 @@ package repl
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"meka.dev/meka/internal/termsafe"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 )
@@ -89,6 +92,10 @@ func (m *screen) key(k tea.KeyPressMsg) tea.Cmd {
 	case "ctrl+t":
 		// The whole list, once, into scrollback.
 		m.commit(planFull(m.st, m.plan, m.width)...)
+	case "ctrl+l":
+		return tea.ClearScreen
+	case "ctrl+o":
+		return m.pageOutput()
 	default:
 		if k.Text != "" {
 			m.comp.insert(k.Text)
@@ -190,4 +197,40 @@ func (m *screen) complete() {
 	if len(found) == 1 {
 		m.comp.set("/" + found[0] + " ")
 	}
+}
+
+// pageOutput shows the last finished tool's whole output in $PAGER
+// (less when unset), the screen suspended meanwhile.
+func (m *screen) pageOutput() tea.Cmd {
+	if m.lastOutput == "" {
+		m.commit(m.st.dim("(no tool output yet)"))
+		return nil
+	}
+	f, err := os.CreateTemp("", "meka-output-*.txt")
+	if err != nil {
+		m.commit(m.st.dim("(cannot page the output: " + err.Error() + ")"))
+		return nil
+	}
+	_, werr := f.WriteString(termsafe.String(m.lastOutput, false) + "\n")
+	f.Close()
+	if werr != nil {
+		os.Remove(f.Name())
+		m.commit(m.st.dim("(cannot page the output: " + werr.Error() + ")"))
+		return nil
+	}
+	pager := "less"
+	for _, kv := range m.opts.Environ {
+		if v, ok := strings.CutPrefix(kv, "PAGER="); ok && strings.TrimSpace(v) != "" {
+			pager = v
+		}
+	}
+	fields := strings.Fields(pager)
+	cmd := exec.Command(fields[0], append(fields[1:], f.Name())...)
+	return tea.ExecProcess(cmd, func(err error) tea.Msg {
+		os.Remove(f.Name())
+		if err != nil {
+			return doneMsg{lines: []string{m.st.dim("(the pager failed: " + err.Error() + ")")}}
+		}
+		return doneMsg{}
+	})
 }

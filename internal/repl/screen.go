@@ -112,7 +112,9 @@ type screen struct {
 	shown      string // what to show for the next typed turn's prompt, when not its text (an MCP prompt)
 	ours       bool   // the running turn is one the screen started
 	turnStart  time.Time
-	interrupt  bool // the user asked the running turn to stop
+	interrupt  bool   // the user asked the running turn to stop
+	blurred    bool   // the terminal reported losing focus
+	lastOutput string // the last finished tool's output, for Ctrl+O
 
 	block      []string // completed lines of the reply's unfinished block
 	partial    string   // the reply's unfinished line
@@ -184,6 +186,11 @@ func (m *screen) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.endReply() // what was said before the question stays above it
 		msg.a.opened = m.now()
 		m.asks = append(m.asks, msg.a)
+		cmds = append(cmds, m.ring(msg.a))
+	case tea.FocusMsg:
+		m.blurred = false
+	case tea.BlurMsg:
+		m.blurred = true
 	case askGoneMsg:
 		m.dropAsk(msg.a)
 	case openedMsg:
@@ -227,6 +234,15 @@ func (m *screen) tick() tea.Cmd {
 		return nil
 	}
 	return tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+// ring is the bell, and a desktop notification where the terminal takes
+// OSC 9, for an approval opened while the terminal is not focused.
+func (m *screen) ring(a *approval) tea.Cmd {
+	if !m.blurred {
+		return nil
+	}
+	return tea.Raw("\a\x1b]9;meka: " + oneLine(a.title) + " needs an answer\x07")
 }
 
 // submit sends text: a local command, a steer during a turn, else a turn.

@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -562,5 +563,42 @@ func TestMemoriesAndReload(t *testing.T) {
 	h.send(cmd())
 	if mf.reloads != 1 {
 		t.Fatalf("reloads %d", mf.reloads)
+	}
+}
+
+// Ctrl+L redraws; Ctrl+O pages the last tool's output (or says there is
+// none); an approval rings only while the terminal is not focused.
+func TestRedrawPagerAndBell(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // the page's file, left by a pager never run
+	h := newHarness(t)
+	if cmd := h.m.key(tea.KeyPressMsg{Code: 'l', Mod: tea.ModCtrl}); cmd == nil || fmt.Sprintf("%T", cmd()) != "tea.clearScreenMsg" {
+		t.Error("ctrl+l does not clear the screen")
+	}
+	if cmd := h.m.key(tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl}); cmd != nil {
+		t.Error("ctrl+o without output runs something")
+	}
+	h.wantCommitted("(no tool output yet)")
+	h.event(userTurn("read it"))
+	h.event(agent.ToolCallStarted{CallID: "c1", Name: "file_read", Title: "file_read a.go"})
+	h.event(agent.ToolCallFinished{CallID: "c1", Result: session.ToolResult{CallID: "c1", Name: "file_read", Status: session.StatusOK,
+		Content: model.Parts{model.Text{Text: "package a\nfunc A() {}"}}}})
+	if !strings.Contains(h.m.lastOutput, "package a") {
+		t.Fatalf("last output %q", h.m.lastOutput)
+	}
+	if cmd := h.m.key(tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl}); cmd == nil {
+		t.Error("ctrl+o with output runs no pager")
+	}
+
+	a := &approval{tool: "file_write", title: "file_write main.go", args: "{}", reply: make(chan permission.Decision, 1)}
+	if h.m.ring(a) != nil {
+		t.Error("rang while focused")
+	}
+	h.send(tea.BlurMsg{})
+	if cmd := h.m.ring(a); cmd == nil || !strings.Contains(fmt.Sprint(cmd()), "file_write main.go needs an answer") {
+		t.Error("no bell while the terminal is not focused")
+	}
+	h.send(tea.FocusMsg{})
+	if h.m.ring(a) != nil {
+		t.Error("rang after focus came back")
 	}
 }

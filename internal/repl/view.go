@@ -18,6 +18,7 @@ func (m *screen) View() tea.View {
 	}
 	lines, row, col := m.frame()
 	v := tea.NewView(strings.Join(lines, "\n"))
+	v.ReportFocus = true // an approval rings when the terminal is not looked at
 	if row >= 0 {
 		v.Cursor = tea.NewCursor(col, row)
 	}
