@@ -97,6 +97,7 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 		Color:       tty.color,
 		Environ:     os.Environ(),
 		Plain:       !tty.ok,
+		Ask:         g.stdinIsTerminal(),
 		Levels:      a.cfg.Permissions.Enabled,
 		Now:         g.now,
 		FirstPrompt: prompt,

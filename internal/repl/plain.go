@@ -27,13 +27,18 @@ const plainWidth = 100
 func runPlain(ctx context.Context, s Session, opts Options) (Session, error) {
 	pr := &plainPrinter{w: opts.Out, idle: make(chan struct{}, 1)}
 	unsub := func() {}
+	asking := &plainAsk{}
+	lines := make(chan string)
 	attach := func(s Session) {
 		unsub = s.Subscribe(pr.event)
-		// Nobody can answer a prompt in line mode: a call above the level
-		// is denied and said so.
-		s.SetAsker(permission.AskerFunc(func(_ context.Context, req permission.Request) (permission.Decision, error) {
-			pr.line(fmt.Sprintf("(%s denied: approvals need the screen; raise the level with /permission)", req.Tool))
-			return permission.Deny, nil
+		s.SetAsker(permission.AskerFunc(func(ctx context.Context, req permission.Request) (permission.Decision, error) {
+			if !opts.Ask {
+				// Nobody can answer a prompt here: a call above the level
+				// is denied and said so.
+				pr.line(fmt.Sprintf("(%s denied: approvals need a terminal; raise the level with /permission)", req.Tool))
+				return permission.Deny, nil
+			}
+			return asking.ask(ctx, pr, lines, req)
 		}))
 	}
 	attach(s)
@@ -46,7 +51,6 @@ func runPlain(ctx context.Context, s Session, opts Options) (Session, error) {
 		maxLine = 16 << 20
 	}
 
-	lines := make(chan string)
 	readErr := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(opts.In)
@@ -110,6 +114,9 @@ func runPlain(ctx context.Context, s Session, opts Options) (Session, error) {
 			if !ok {
 				eof, lines = true, nil
 				continue
+			}
+			if asking.answer(l) {
+				continue // the answer to an approval a job's turn asked
 			}
 			if strings.TrimSpace(l) != "" {
 				queue = append(queue, strings.TrimSpace(l))
@@ -246,4 +253,63 @@ func (p *plainPrinter) event(ev agent.Event) {
 	if len(out) > 0 {
 		p.lines(out)
 	}
+}
+
+// plainAsk puts approvals to a person at a terminal in line mode: the
+// question is a line, the next line read is the answer.
+type plainAsk struct {
+	mu      sync.Mutex  // guards pending
+	pending chan string // the open question's answer, nil when none
+	one     sync.Mutex  // one question at a time
+}
+
+// ask prints the question and waits for the answer: from the reader
+// directly while a typed turn holds the main loop, or through answer
+// when the loop read it. No answer, or any but y, a or d, is deny.
+func (p *plainAsk) ask(ctx context.Context, pr *plainPrinter, lines <-chan string, req permission.Request) (permission.Decision, error) {
+	p.one.Lock()
+	defer p.one.Unlock()
+	ch := make(chan string, 1)
+	p.mu.Lock()
+	p.pending = ch
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.pending = nil
+		p.mu.Unlock()
+	}()
+	title := req.Title
+	if req.SubAgent != "" {
+		title = req.SubAgent + ": " + title
+	}
+	pr.line(fmt.Sprintf("Allow %s? [y/N/a/d] (y once, a always, d never)", oneLine(title)))
+	var reply string
+	select {
+	case <-ctx.Done():
+		return permission.Deny, nil
+	case reply = <-ch:
+	case l, ok := <-lines:
+		if !ok {
+			return permission.Deny, nil
+		}
+		reply = l
+	}
+	d := map[string]permission.Decision{"y": permission.Allow, "yes": permission.Allow,
+		"a": permission.AlwaysAllow, "d": permission.AlwaysDeny}[strings.ToLower(strings.TrimSpace(reply))]
+	pr.line("(" + req.Tool + ": " + map[permission.Decision]string{permission.Allow: "allowed once", permission.AlwaysAllow: "always allowed",
+		permission.AlwaysDeny: "always denied", permission.Deny: "denied"}[d] + ")")
+	return d, nil
+}
+
+// answer hands a line to the open question, reporting whether there was
+// one.
+func (p *plainAsk) answer(l string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending == nil {
+		return false
+	}
+	p.pending <- l
+	p.pending = nil
+	return true
 }

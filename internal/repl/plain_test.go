@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 )
 
@@ -116,5 +117,47 @@ func TestPlainModeQueuesAndPrintsEveryTurn(t *testing.T) {
 		"(Scheduled job 7f3a1b2c", "> look at the deploy", "Deploy is green.", "> third", "reply to third")
 	if strings.Contains(got, "\x1b[") {
 		t.Errorf("escape codes in line mode: %q", got)
+	}
+}
+
+// Line mode at a terminal asks an approval as a line and reads the next
+// line as the answer; not at a terminal it denies with a notice.
+func TestPlainModeAsksAtATerminal(t *testing.T) {
+	for _, ask := range []bool{true, false} {
+		f := newFake()
+		decided := make(chan permission.Decision, 1)
+		f.run = func(ctx context.Context, msg session.UserMessage) (agent.Result, error) {
+			f.mu.Lock()
+			a := f.asker
+			f.mu.Unlock()
+			d, _ := a.Ask(ctx, permission.Request{Tool: "shell_execute", Title: `shell_execute go test ./...`})
+			decided <- d
+			return agent.Result{Stop: agent.StopEndTurn}, nil
+		}
+		in, w := io.Pipe()
+		out := newSyncBuffer()
+		done := make(chan error, 1)
+		go func() {
+			_, err := Run(t.Context(), f, Options{In: in, Out: out, Plain: true, Ask: ask, Now: newClock().now})
+			done <- err
+		}()
+		io.WriteString(w, "run the tests\n")
+		if !ask {
+			out.waitFor(t, "(shell_execute denied: approvals need a terminal")
+			if d := <-decided; d != permission.Deny {
+				t.Fatalf("not at a terminal: %v", d)
+			}
+			w.Close()
+			<-done
+			continue
+		}
+		out.waitFor(t, `Allow shell_execute go test ./...? [y/N/a/d]`)
+		io.WriteString(w, "a\n")
+		if d := <-decided; d != permission.AlwaysAllow {
+			t.Fatalf("answered a: %v", d)
+		}
+		out.waitFor(t, "(shell_execute: always allowed)")
+		w.Close()
+		<-done
 	}
 }

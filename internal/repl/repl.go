@@ -87,8 +87,11 @@ type Options struct {
 	Color    bool
 	// Environ is the terminal's environment (TERM and the like), which
 	// only the composition root reads; nil means none.
-	Environ     []string
-	Plain       bool // line mode: not a terminal, TERM=dumb, ACCESSIBLE
+	Environ []string
+	Plain   bool // line mode: not a terminal, TERM=dumb, ACCESSIBLE
+	// Ask lets line mode put approvals to the person typing (stdin is a
+	// terminal); otherwise a call above the level is denied with a notice.
+	Ask         bool
 	Levels      []permission.Level
 	Schedules   Schedules
 	MCP         MCP // nil: no MCP servers
