@@ -27,6 +27,8 @@ type attached struct {
 	current   *turnInfo            // the running turn, nil when idle
 	next      *turnInfo            // a client turn started but not yet begun by the engine
 	approvals map[string]*approval // pending and resolved, by id
+	// elicitations are MCP servers' requests for input, by id.
+	elicitations map[string]*elicitation
 }
 
 // turnInfo is a turn as the API reports it.
@@ -59,6 +61,7 @@ func (srv *Server) attach(s *host.Session) *attached {
 	a := &attached{srv: srv, s: s, turns: make(map[string]*turnInfo), approvals: make(map[string]*approval)}
 	a.unsub = s.Subscribe(a.event)
 	s.SetAsker(permission.AskerFunc(a.ask))
+	s.SetElicitor(host.ElicitorFunc(a.elicit))
 	srv.sessions[s.ID()] = a
 	return a
 }

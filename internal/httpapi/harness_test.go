@@ -87,6 +87,12 @@ func newHarness(t testing.TB, rounds string) *harness {
 // newHarnessWith is newHarness with more extensions in every session.
 func newHarnessWith(t testing.TB, rounds string, more ...host.ExtensionFunc) *harness {
 	t.Helper()
+	return newHarnessOpts(t, rounds, func(o *host.Options) { o.Extensions = append(o.Extensions, more...) })
+}
+
+// newHarnessOpts is newHarness with the host's options edited first.
+func newHarnessOpts(t testing.TB, rounds string, edit func(*host.Options)) *harness {
+	t.Helper()
 	dbFile := filepath.Join(t.TempDir(), "meka.db")
 	db, err := sqlite.Open(t.Context(), dbFile, sqlite.Options{Feed: rowFeed})
 	if err != nil {
@@ -99,7 +105,7 @@ func newHarnessWith(t testing.TB, rounds string, more ...host.ExtensionFunc) *ha
 	}
 	h := &harness{t: t, dbFile: dbFile, db: db, prov: script.New(sc)}
 	h.cwd, _ = host.Canonical(t.TempDir())
-	h.host, err = host.New(host.Options{
+	hopts := host.Options{
 		Store:  db.Sessions(),
 		Holder: session.Holder{Token: "serve-test"},
 		Profiles: func(name string) (host.Profile, error) {
@@ -112,13 +118,17 @@ func newHarnessWith(t testing.TB, rounds string, more ...host.ExtensionFunc) *ha
 			return append(fstool.New(fstool.Options{FS: env.Files}),
 				shelltool.New(shelltool.Options{Tasks: env.TaskRegistry, Env: os.Environ()})), nil
 		},
-		Extensions: append([]host.ExtensionFunc{func(env host.Env) (host.Extension, error) {
+		Extensions: []host.ExtensionFunc{func(env host.Env) (host.Extension, error) {
 			return checklist.New(checklist.Options{Tasks: env.Tasks, Denied: env.Denied}).Compose(), nil
-		}}, more...),
+		}},
 		Permissions: host.Permissions{Default: permission.Workspace,
 			Enabled: []permission.Level{permission.Read, permission.Workspace, permission.Unrestricted}},
 		DataDir: t.TempDir(),
-	})
+	}
+	if edit != nil {
+		edit(&hopts)
+	}
+	h.host, err = host.New(hopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,6 +115,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/sessions/{id}/inbox", s.inbox)
 	m.HandleFunc("GET /v1/sessions/{id}/approvals", s.listApprovals)
 	m.HandleFunc("POST /v1/sessions/{id}/approvals/{aid}", s.answerApproval)
+	m.HandleFunc("GET /v1/sessions/{id}/elicitations", s.listElicitations)
+	m.HandleFunc("POST /v1/sessions/{id}/elicitations/{eid}", s.answerElicitation)
 	m.HandleFunc("GET /v1/sessions/{id}/events", s.sessionEvents)
 	m.HandleFunc("GET /v1/events", s.allEvents)
 	m.HandleFunc("GET /v1/tasks", s.listTasks)
