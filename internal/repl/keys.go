@@ -25,6 +25,9 @@ func (m *screen) key(k tea.KeyPressMsg) tea.Cmd {
 	if len(m.asks) > 0 {
 		return m.approvalKey(keyName, k)
 	}
+	if len(m.elicits) > 0 && m.elicitKey(keyName) {
+		return nil
+	}
 	m.lastKey = now
 	switch keyName {
 	case "ctrl+c":

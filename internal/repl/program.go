@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/plan"
 )
@@ -67,6 +68,9 @@ func (m *screen) hold(s Session) {
 	send := m.send
 	m.unsub = s.Subscribe(func(ev agent.Event) { send(eventMsg{sid: sid, ev: ev}) })
 	s.SetAsker(permission.AskerFunc(m.ask))
+	if e, ok := s.(elicitor); ok {
+		e.SetElicitor(host.ElicitorFunc(m.elicit))
+	}
 }
 
 func (m *screen) release() {
@@ -74,6 +78,9 @@ func (m *screen) release() {
 		m.unsub()
 		m.unsub = nil
 		m.sess.SetAsker(nil)
+		if e, ok := m.sess.(elicitor); ok {
+			e.SetElicitor(nil)
+		}
 	}
 }
 

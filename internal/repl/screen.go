@@ -112,9 +112,10 @@ type screen struct {
 	shown      string // what to show for the next typed turn's prompt, when not its text (an MCP prompt)
 	ours       bool   // the running turn is one the screen started
 	turnStart  time.Time
-	interrupt  bool   // the user asked the running turn to stop
-	blurred    bool   // the terminal reported losing focus
-	lastOutput string // the last finished tool's output, for Ctrl+O
+	interrupt  bool           // the user asked the running turn to stop
+	blurred    bool           // the terminal reported losing focus
+	elicits    []*elicitation // MCP requests for input, oldest first
+	lastOutput string         // the last finished tool's output, for Ctrl+O
 
 	block      []string // completed lines of the reply's unfinished block
 	partial    string   // the reply's unfinished line
@@ -187,6 +188,10 @@ func (m *screen) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		msg.a.opened = m.now()
 		m.asks = append(m.asks, msg.a)
 		cmds = append(cmds, m.ring(msg.a))
+	case elicitMsg:
+		cmds = append(cmds, m.openElicit(msg.el))
+	case elicitGoneMsg:
+		m.dropElicit(msg.el)
 	case tea.FocusMsg:
 		m.blurred = false
 	case tea.BlurMsg:

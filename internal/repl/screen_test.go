@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -600,5 +601,47 @@ func TestRedrawPagerAndBell(t *testing.T) {
 	h.send(tea.FocusMsg{})
 	if h.m.ring(a) != nil {
 		t.Error("rang after focus came back")
+	}
+}
+
+// An MCP server's request for input is said in scrollback and answered
+// in the composer: a form with name=value (or JSON), Esc declining.
+func TestElicitationInTheComposer(t *testing.T) {
+	h := newHarness(t)
+	sent := make(chan tea.Msg, 4)
+	h.m.send = func(msg tea.Msg) { sent <- msg }
+	ask := func(e host.Elicitation) chan host.ElicitResult {
+		out := make(chan host.ElicitResult, 1)
+		go func() {
+			r, _ := h.m.elicit(t.Context(), e)
+			out <- r
+		}()
+		h.send(<-sent)
+		return out
+	}
+	res := ask(host.Elicitation{Server: "crm", Mode: host.ElicitForm, Message: "Who are you?",
+		Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"number"}}}`)})
+	h.wantCommitted("MCP server crm asks: Who are you?", "Fields: age (number), name (string)")
+	h.send(keyCode(tea.KeyEnter)) // nothing typed: said, not sent
+	h.wantCommitted("type an answer, or Esc to decline")
+	h.typeText("name=Ada")
+	h.send(keyCode(tea.KeyEnter))
+	if r := <-res; r.Action != host.ElicitAccept || r.Content["name"] != "Ada" {
+		t.Fatalf("answer %+v", r)
+	}
+	if h.m.comp.value() != "" || len(h.m.elicits) != 0 {
+		t.Fatalf("composer %q, open %d", h.m.comp.value(), len(h.m.elicits))
+	}
+	res = ask(host.Elicitation{Server: "crm", Mode: host.ElicitURL, Message: "Sign in", URL: "https://crm.example/login"})
+	h.wantCommitted("Open https://crm.example/login")
+	h.send(keyCode(tea.KeyEscape))
+	if r := <-res; r.Action != host.ElicitDecline {
+		t.Fatalf("esc %+v", r)
+	}
+	// With nothing open, Enter is a prompt again.
+	h.typeText("hello")
+	h.send(keyCode(tea.KeyEnter))
+	if h.m.submitting != "hello" {
+		t.Fatalf("submitting %q", h.m.submitting)
 	}
 }
