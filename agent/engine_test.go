@@ -501,3 +501,25 @@ func TestSteerRidesTheNudge(t *testing.T) {
 		t.Fatalf("second request ends with %q, %q", msgs[k-2].Text(), msgs[k-1].Text())
 	}
 }
+
+// A message sent while the model writes its last reply is not dropped:
+// the turn gets one more round carrying it.
+func TestSteerDuringTheLastReplyGetsARound(t *testing.T) {
+	h := newHarness(t, `[{"text":"done"},{"text":"and hello"}]`)
+	var sent bool
+	e := h.engine(agent.Options{Inbox: func() []model.Part {
+		if sent || len(h.prov.Requests()) == 0 {
+			return nil
+		}
+		sent = true
+		return model.Parts{model.Text{Text: "also say hello"}}
+	}})
+	res, err := e.Run(t.Context(), userText("go"))
+	if err != nil || res.Reply != "and hello" {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	reqs := h.prov.Requests()
+	if len(reqs) != 2 || reqs[1].Messages[len(reqs[1].Messages)-1].Text() != "also say hello" {
+		t.Fatalf("%d requests", len(reqs))
+	}
+}

@@ -126,6 +126,21 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 			return end(StopRefusal, nil)
 		}
 		d := e.beforeStop(ctx, ts)
+		if !d.Continue && d.Stop == "" {
+			// A message sent while the model wrote its last reply is never
+			// dropped: it gets one more round, as it would have ridden the
+			// next tool results or nudge.
+			delivered, err := e.deliverSteers(ctx, ts.turn)
+			if err != nil {
+				return end(StopFailed, err)
+			}
+			if delivered {
+				if d.Notice != nil {
+					e.notice(ctx, ts.turn, *d.Notice)
+				}
+				continue
+			}
+		}
 		if !d.Continue {
 			if d.Notice != nil {
 				e.notice(ctx, ts.turn, *d.Notice)
@@ -207,22 +222,28 @@ func (e *Engine) request(ctx context.Context, ts *turnState) *model.Request {
 	}
 }
 
-// deliverInbox stores messages sent mid-turn so the next request carries
-// them after the tool results or reminder they arrived during.
-func (e *Engine) deliverInbox(ctx context.Context, turn int64) error {
+// deliverSteers is deliverInbox reporting whether anything was waiting.
+func (e *Engine) deliverSteers(ctx context.Context, turn int64) (bool, error) {
 	if e.opts.Inbox == nil {
-		return nil
+		return false, nil
 	}
 	parts := e.opts.Inbox()
 	if len(parts) == 0 {
-		return nil
+		return false, nil
 	}
 	msg := session.UserMessage{Parts: parts, Source: session.SourceSteer}
 	if _, err := e.appendRows(ctx, turn, msg); err != nil {
-		return err
+		return false, err
 	}
 	e.emit(UserMessage{Message: msg})
-	return nil
+	return true, nil
+}
+
+// deliverInbox stores messages sent mid-turn so the next request carries
+// them after the tool results or reminder they arrived during.
+func (e *Engine) deliverInbox(ctx context.Context, turn int64) error {
+	_, err := e.deliverSteers(ctx, turn)
+	return err
 }
 
 // Recover closes the calls a crash left without a result: each gets a

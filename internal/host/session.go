@@ -500,8 +500,16 @@ func (s *Session) run(ctx context.Context, msg session.UserMessage, started func
 		s.Touch()
 		s.mu.Lock()
 		s.cancel = nil
+		dropped := len(s.inbox)
 		s.inbox = nil
 		s.mu.Unlock()
+		if dropped > 0 {
+			// Only a turn that was cancelled or failed (or a message that
+			// arrived as it ended) leaves one: say so, never drop it
+			// silently.
+			s.Announce(session.Notice{Severity: session.SeverityWarning,
+				Title: "A message sent during the turn was not delivered: the turn ended first; send it again"})
+		}
 		s.turns.Done()
 		s.signalIdle()
 	}()
