@@ -178,6 +178,14 @@ func NewRegistry(opts Options) *Registry {
 	}
 	if opts.Dir != "" {
 		_, _ = sandbox.KillRecorded(filepath.Join(opts.Dir, "running"))
+		// Tasks do not outlive the process that started them: the private
+		// temp dirs a crashed holder left are nobody's now (the session's
+		// lock makes this registry the only one on Dir).
+		if stale, err := filepath.Glob(filepath.Join(opts.Dir, "*.tmp")); err == nil {
+			for _, d := range stale {
+				os.RemoveAll(d)
+			}
+		}
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	return &Registry{opts: opts, ctx: ctx, cancel: cancel, tasks: make(map[string]*entry)}

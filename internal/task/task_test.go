@@ -342,3 +342,25 @@ func TestLeftoversOfADeadHolder(t *testing.T) {
 	}
 	assertGone(t, bg)
 }
+
+// A registry opened on a directory a crashed holder used removes the
+// private temp dirs its tasks left.
+func TestStaleTempDirsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "t9.tmp")
+	if err := os.MkdirAll(filepath.Join(stale, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(dir, "t9.out")
+	if err := os.WriteFile(keep, []byte("output"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry(Options{Dir: dir})
+	defer r.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("stale temp dir: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("the output file went too: %v", err)
+	}
+}
