@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/charmbracelet/x/term"
+
 	"meka.dev/meka/internal/oneshot"
 	"meka.dev/meka/internal/termsafe"
 )
@@ -54,22 +56,12 @@ func signalExit(ctx context.Context, code int) int {
 	return code
 }
 
-// isTerminal reports whether w is a terminal (a character device).
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // terminalSafe wraps w, when it is a terminal, so that text a model wrote
 // cannot drive it: control sequences are dropped, colour kept unless
 // NO_COLOR is set. Output to a file or a pipe passes unchanged.
 func (g *globals) terminalSafe(w io.Writer) io.Writer {
-	if !isTerminal(w) {
-		return w
+	if f, ok := w.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
+		return w // a file, a pipe, /dev/null: unchanged
 	}
 	return termsafe.NewWriter(w, g.getenv("NO_COLOR") == "")
 }
