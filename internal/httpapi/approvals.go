@@ -66,6 +66,7 @@ func (a *attached) ask(ctx context.Context, req permission.Request) (permission.
 	if a.current != nil {
 		ap.TurnID = a.current.ID
 	}
+	pruneDone(a.approvals, func(ap *approval) bool { return ap.Status != "pending" })
 	a.approvals[ap.ID] = ap
 	a.mu.Unlock()
 	a.srv.record(ctx, Entry{SessionID: a.s.ID(), Type: "approval.requested", Data: mustJSON(ap)})

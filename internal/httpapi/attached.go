@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -136,6 +137,7 @@ func (a *attached) turnStarted(ev agent.TurnStarted) {
 	if t == nil {
 		t = &turnInfo{ID: uuid.Must(uuid.NewV7()).String(), SessionID: a.s.ID(), Source: source(ev.Input.Source),
 			Status: "running", StartedAt: a.srv.opts.Now().UTC(), done: make(chan struct{})}
+		pruneDone(a.turns, func(t *turnInfo) bool { return t.EndedAt != nil })
 		a.turns[t.ID] = t
 	}
 	t.number = ev.Turn
@@ -237,4 +239,28 @@ func mustJSON(v any) json.RawMessage {
 		panic(err) // the server's own values
 	}
 	return b
+}
+
+// keepResolved bounds what a long-lived session remembers of ended turns
+// and answered approvals and elicitations: enough to answer a late GET or
+// a second answer (409) for a while, never an ever-growing map.
+const keepResolved = 256
+
+// pruneDone drops the oldest finished entries of m (ids are UUIDv7, so
+// they sort by time) once it holds more than keepResolved. Callers hold
+// the attached session's mutex.
+func pruneDone[V any](m map[string]V, done func(V) bool) {
+	if len(m) <= keepResolved {
+		return
+	}
+	ids := make([]string, 0, len(m))
+	for id, v := range m {
+		if done(v) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids[:min(len(ids), len(m)-keepResolved/2)] {
+		delete(m, id)
+	}
 }

@@ -45,6 +45,7 @@ func (a *attached) elicit(ctx context.Context, e host.Elicitation) (host.ElicitR
 	if a.elicitations == nil {
 		a.elicitations = make(map[string]*elicitation)
 	}
+	pruneDone(a.elicitations, func(el *elicitation) bool { return el.Status != "pending" })
 	a.elicitations[el.ID] = el
 	a.mu.Unlock()
 	a.srv.record(ctx, Entry{SessionID: a.s.ID(), Type: "elicitation.requested", Data: mustJSON(el)})

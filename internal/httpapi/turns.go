@@ -166,6 +166,7 @@ func (a *attached) start(msg session.UserMessage) (*turnInfo, error) {
 	// engine has begun it.
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
+	pruneDone(a.turns, func(t *turnInfo) bool { return t.EndedAt != nil })
 	a.turns[t.ID] = t
 	a.next = t
 	a.mu.Unlock()
