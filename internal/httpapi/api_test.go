@@ -160,3 +160,47 @@ func TestSecurityDefaults(t *testing.T) {
 		}
 	}
 }
+
+// Bad input gets a problem naming what is wrong, and changes nothing.
+func TestBadInputRefused(t *testing.T) {
+	h := newHarness(t, `[]`)
+	var s sessionRec
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &s)
+	for _, tc := range []struct {
+		method, path string
+		body         any
+		status       int
+		code         string
+	}{
+		{"POST", "/v1/sessions", map[string]any{"cwd": h.cwd, "colour": "blue"}, 400, "body-invalid"},
+		{"POST", "/v1/sessions", map[string]any{"cwd": "relative/dir"}, 422, "path-not-absolute"},
+		{"POST", "/v1/sessions", map[string]any{"cwd": h.cwd + "/missing"}, 422, "cwd-invalid"},
+		{"POST", "/v1/sessions", map[string]any{"cwd": h.cwd, "profile": "nope"}, 422, "profile-unknown"},
+		{"POST", "/v1/sessions/" + s.ID + "/turns", map[string]any{"input": []map[string]string{{"type": "video"}}}, 422, "input-invalid"},
+		{"POST", "/v1/sessions/" + s.ID + "/turns", map[string]any{"input": "hi"}, 400, "body-invalid"},
+		{"PATCH", "/v1/sessions/" + s.ID, map[string]any{"project": "nowhere"}, 422, "project-unknown"},
+		{"GET", "/v1/sessions/" + s.ID[:8], nil, 404, "session-unknown"},
+	} {
+		code, b, _ := h.do(tc.method, tc.path, tc.body)
+		if code != tc.status || !strings.Contains(string(b), `"code":"`+tc.code+`"`) {
+			t.Errorf("%s %s %v: %d %s, want %d %s", tc.method, tc.path, tc.body, code, b, tc.status, tc.code)
+		}
+	}
+	req, _ := http.NewRequest("GET", h.srv.URL+"/v1/sessions/"+s.ID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Last-Event-ID", "not-a-number")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 400 {
+		t.Errorf("bad cursor: %d", res.StatusCode)
+	}
+	// Nothing was written by the refusals: one session, no turn.
+	var page struct{ Items []sessionRec }
+	h.json("GET", "/v1/sessions", nil, http.StatusOK, &page)
+	if len(page.Items) != 1 || len(h.prov.Requests()) != 0 {
+		t.Fatalf("after refusals: %d sessions, %d model requests", len(page.Items), len(h.prov.Requests()))
+	}
+}
