@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,7 +101,7 @@ type checklistItem struct {
 	TaskID string `json:"task_id,omitempty"`
 }
 
-func (srv *Server) recordOf(ctx context.Context, m session.Meta) record {
+func (srv *Server) recordOf(m session.Meta) record {
 	r := record{ID: m.ID, Title: m.Title, Cwd: m.Cwd, AdditionalDirectories: m.AdditionalDirs, Profile: m.Profile,
 		Permission: m.Permission, Approvals: m.Approvals, CreatedAt: m.CreatedAt.UTC().Format(timeFormat),
 		UpdatedAt: m.UpdatedAt.UTC().Format(timeFormat), State: recordState{Status: "idle"}}
@@ -192,7 +191,7 @@ func (srv *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	srv.attach(s)
-	rec := srv.recordOf(r.Context(), s.Meta())
+	rec := srv.recordOf(s.Meta())
 	srv.record(r.Context(), Entry{SessionID: s.ID(), Type: "session.created", Data: mustJSON(rec)})
 	w.Header().Set("Location", "/v1/sessions/"+s.ID())
 	writeJSON(w, http.StatusCreated, rec)
@@ -211,7 +210,7 @@ func (srv *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	items := make([]record, 0, len(page.Sessions))
 	for _, m := range page.Sessions {
-		items = append(items, srv.recordOf(r.Context(), m))
+		items = append(items, srv.recordOf(m))
 	}
 	var next *string
 	if page.Next != "" {
@@ -251,7 +250,7 @@ func (srv *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, srv.recordOf(r.Context(), m))
+	writeJSON(w, http.StatusOK, srv.recordOf(m))
 }
 
 func (srv *Server) patchSession(w http.ResponseWriter, r *http.Request) {
@@ -337,7 +336,7 @@ func (srv *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, srv.recordOf(r.Context(), m))
+	writeJSON(w, http.StatusOK, srv.recordOf(m))
 }
 
 func (srv *Server) forkSession(w http.ResponseWriter, r *http.Request) {
@@ -365,7 +364,7 @@ func (srv *Server) forkSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	srv.attach(s)
-	rec := srv.recordOf(r.Context(), s.Meta())
+	rec := srv.recordOf(s.Meta())
 	srv.record(r.Context(), Entry{SessionID: s.ID(), Type: "session.created", Data: mustJSON(rec)})
 	w.Header().Set("Location", "/v1/sessions/"+s.ID())
 	writeJSON(w, http.StatusCreated, rec)
