@@ -348,11 +348,16 @@ func assistantEntry(resp *model.Response) session.AssistantMessage {
 	return session.AssistantMessage{Parts: resp.Message.Parts, Usage: resp.Usage, Stop: resp.Stop, Model: resp.Model}
 }
 
+// FailedTurnTitle is the title of the notice a failed turn leaves; its
+// description is the provider's own text (or a connection error naming
+// the endpoint), capped.
+const FailedTurnTitle = "The turn failed"
+
 func failureNotice(err error) session.Notice {
 	var perr *model.Error
 	desc := err.Error()
 	if errors.As(err, &perr) {
 		desc = perr.Display()
 	}
-	return session.Notice{Severity: session.SeverityError, Title: "The turn failed", Description: model.Cap(desc, model.DisplayCap)}
+	return session.Notice{Severity: session.SeverityError, Title: FailedTurnTitle, Description: model.Cap(desc, model.DisplayCap)}
 }

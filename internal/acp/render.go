@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/plan"
 	"meka.dev/meka/session"
@@ -351,12 +352,9 @@ func rawJSON(b json.RawMessage) json.RawMessage {
 func (e *entry) notice(n session.Notice) SessionUpdate {
 	caps := e.s.caps()
 	tasks := e.reportedTasks(n.Title)
-	if n.Title == failedTurnTitle && !e.s.opts.RelayProviderErrors {
-		// The engine's notice carries the provider's text, or a
-		// connection error naming base_url; the relay policy keeps both
-		// to meka's log, live and in a replay alike.
-		n.Description = withheldFailure
-	}
+	// The engine's notice carries the provider's text, or a connection
+	// error naming base_url; the relay policy keeps both to meka's log.
+	n = host.RelayNotice(n, e.s.opts.RelayProviderErrors)
 	if caps.Session != nil && caps.Session.Notices != nil {
 		sev := n.Severity
 		switch sev {
@@ -385,14 +383,6 @@ func (e *entry) notice(n session.Notice) SessionUpdate {
 	}
 	return ContentChunk{Tag: TagAgentMessage, Content: TextBlock(text + "\n")}
 }
-
-// failedTurnTitle is the title of the engine's notice of a failed turn,
-// whose description is the error that ended it.
-const failedTurnTitle = "The turn failed"
-
-// withheldFailure replaces that description when provider errors are not
-// relayed.
-const withheldFailure = "The model provider or meka returned an error; " + detailLogged + "."
 
 // reportedTasks returns the session's background tasks a stage direction
 // names ("Background task 7f3a1c22 finished after 12m 4s"), as JSON.

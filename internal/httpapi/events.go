@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/plan"
 	"meka.dev/meka/session"
@@ -191,23 +192,26 @@ type frame struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-// failedTurnTitle is the engine's notice of a failed turn, whose text is
-// the provider's (or a connection error naming base_url).
-const failedTurnTitle = "The turn failed"
-
-// withheldFailure replaces that text when relaying is off.
-const withheldFailure = "The model provider failed; its message is in the meka log (relay_provider_errors is off)."
-
 // outgoing is the frame an event goes out as, to a stream or a webhook:
-// a failed turn's provider text travels only when relaying is on.
+// a failed turn's provider text travels only when relaying is on
+// (host.RelayNotice, the policy every front door applies).
 func (srv *Server) outgoing(e Event) frame {
 	f := e.frame()
-	if e.Type == "notice" && !srv.opts.RelayProviderErrors {
-		var n map[string]any
-		if json.Unmarshal(e.Data, &n) == nil && n["title"] == failedTurnTitle {
-			n["text"] = withheldFailure
-			f.Data = mustJSON(n)
-		}
+	if e.Type != "notice" {
+		return f
+	}
+	var n struct {
+		Severity string `json:"severity"`
+		Title    string `json:"title"`
+		Text     string `json:"text"`
+	}
+	if json.Unmarshal(e.Data, &n) != nil {
+		return f
+	}
+	kept := host.RelayNotice(session.Notice{Title: n.Title, Description: n.Text}, srv.opts.RelayProviderErrors)
+	if kept.Description != n.Text {
+		n.Text = kept.Description
+		f.Data = mustJSON(n)
 	}
 	return f
 }
