@@ -92,7 +92,9 @@ func (s *served) call(t *testing.T, method, path string, body any, out any) int 
 	return res.StatusCode
 }
 
-type feedFrame struct{ id, typ string }
+// feedFrame is a durable frame: its id, type and, for turn events, the
+// turn it belongs to.
+type feedFrame struct{ id, typ, turnID string }
 
 // events opens the session's feed from lastID and sends its durable
 // frames on a channel until the stream ends.
@@ -124,6 +126,14 @@ func (s *served) events(t *testing.T, ctx context.Context, sessionID, lastID str
 				f.id = line[4:]
 			case strings.HasPrefix(line, "event: "):
 				f.typ = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				var env struct {
+					Data struct {
+						TurnID string `json:"turn_id"`
+					} `json:"data"`
+				}
+				json.Unmarshal([]byte(line[6:]), &env)
+				f.turnID = env.Data.TurnID
 			}
 		}
 	}()
@@ -178,10 +188,16 @@ func TestServeKilledResumesExactly(t *testing.T) {
 		input := func(text string) map[string]any {
 			return map[string]any{"input": []map[string]string{{"type": "text", "text": text}}}
 		}
-		if code := srv.call(t, "POST", "/v1/sessions/"+sessionID+"/turns", input("check"), nil); code != 202 {
+		var check struct {
+			TurnID string `json:"turn_id"`
+		}
+		if code := srv.call(t, "POST", "/v1/sessions/"+sessionID+"/turns", input("check"), &check); code != 202 {
 			t.Fatalf("run %d: check turn: %d", i, code)
 		}
-		take(func(f feedFrame) bool { return f.typ == "turn.completed" })
+		// The stream resumes where the client stopped, so frames the killed
+		// server committed after that (up to the last turn's own end) come
+		// first: wait for this turn's end, not any.
+		take(func(f feedFrame) bool { return f.typ == "turn.completed" && f.turnID == check.TurnID })
 		if code := srv.call(t, "POST", "/v1/sessions/"+sessionID+"/turns", input("write"), nil); code != 202 {
 			t.Fatalf("run %d: work turn: %d", i, code)
 		}
