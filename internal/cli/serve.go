@@ -136,10 +136,10 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 	}
 	opts := httpapi.Options{
 		Host: a.host, Feed: a.db.feed, Token: tok, Loopback: addr.IP.IsLoopback(),
-		Levels: a.cfg.Permissions.Enabled, Profiles: names,
+		Profiles:            names,
 		RelayProviderErrors: a.cfg.Serve.RelayProviderErrors,
 		IdleTimeout:         a.cfg.Serve.IdleTimeout, SweepInterval: a.cfg.Serve.IdleSweepInterval,
-		Version: version(), Logger: g.logger(), Now: g.now,
+		Logger: g.logger(), Now: g.now,
 	}
 	if a.sched != nil {
 		opts.Schedules = a.sched.sched

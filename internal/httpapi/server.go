@@ -18,7 +18,6 @@ import (
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/schedule"
-	"meka.dev/meka/permission"
 )
 
 // Options configure a Server. The zero value of each field means its
@@ -36,8 +35,6 @@ type Options struct {
 	Loopback bool
 	// Origins are the browser origins allowed; none by default.
 	Origins []string
-	// Levels are the permission levels a session may be moved to.
-	Levels []permission.Level
 	// Profiles are the profile names a session may be moved to.
 	Profiles []string
 	// RelayProviderErrors lets a provider's own text reach clients.
@@ -53,10 +50,8 @@ type Options struct {
 	// and WebhookPoll how often the outbox is read, for tests.
 	RetrySchedule []time.Duration
 	WebhookPoll   time.Duration
-	// Version is reported nowhere unauthenticated.
-	Version string
-	Logger  *slog.Logger
-	Now     func() time.Time
+	Logger        *slog.Logger
+	Now           func() time.Time
 }
 
 // Server serves the HTTP API. Construct it with New; Serve runs it.

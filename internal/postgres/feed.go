@@ -136,15 +136,6 @@ func (f *Feed) Bounds(ctx context.Context) (oldest, newest int64, err error) {
 	return oldest, newest, nil
 }
 
-// Prune drops events older than before, keeping ids increasing.
-func (f *Feed) Prune(ctx context.Context, before time.Time) (int64, error) {
-	tag, err := f.db.pool.Exec(ctx, `DELETE FROM feed WHERE time < $1`, micro(before))
-	if err != nil {
-		return 0, fmt.Errorf("prune feed: %w", reach(err))
-	}
-	return tag.RowsAffected(), nil
-}
-
 // Changed returns a channel closed at the next commit of feed events by
 // this process; other hosts' commits are seen by reading again.
 func (f *Feed) Changed() <-chan struct{} {

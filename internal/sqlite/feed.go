@@ -134,15 +134,6 @@ func (f *Feed) Bounds(ctx context.Context) (oldest, newest int64, err error) {
 	return oldest, newest, nil
 }
 
-// Prune drops events older than before, keeping ids increasing.
-func (f *Feed) Prune(ctx context.Context, before time.Time) (int64, error) {
-	res, err := f.db.writer.ExecContext(ctx, `DELETE FROM feed WHERE time < ?`, toMicro(before))
-	if err != nil {
-		return 0, fmt.Errorf("prune feed: %w", err)
-	}
-	return res.RowsAffected()
-}
-
 // Changed returns a channel closed at the next commit of feed events by
 // this process; other processes' commits are seen by reading again.
 func (f *Feed) Changed() <-chan struct{} {
