@@ -89,10 +89,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 
 func newRoot(g *globals) *cobra.Command {
 	var (
-		oneshot  bool
-		cont     bool
-		resume   string
-		provider string
+		oneshot     bool
+		cont        bool
+		resume      string
+		provider    string
+		showVersion bool
 	)
 	root := &cobra.Command{
 		Use:   "meka [flags] [prompt]",
@@ -129,11 +130,14 @@ Exit status:
        API key variable is empty)
   3    --oneshot only: the turn stopped short (max_tokens, refusal, a limit, an unfinished plan)
   130  cancelled with Ctrl+C`,
-		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if showVersion {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "meka %s\n", version())
+				return err
+			}
 			if err := refuseMistake(cmd, args); err != nil {
 				return err
 			}
@@ -169,7 +173,10 @@ Exit status:
 	lf.BoolVarP(&cont, "continue", "c", false, "continue the latest session in this directory")
 	lf.StringVarP(&resume, "resume", "r", "", "resume a session by id (any unique prefix)")
 	lf.StringVar(&provider, "provider", "", "openai or anthropic: that provider's profile from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), unless the config names a profile so")
-	root.SetVersionTemplate("meka {{.Version}}\n")
+	// Our own flag rather than cobra's Version field: cobra prints a custom
+	// version line through text/template, whose reflective method lookup
+	// turns off the linker's dead-code elimination for the whole binary.
+	lf.BoolVar(&showVersion, "version", false, "print meka's version and exit")
 	g.registerCompletions(root)
 
 	root.AddCommand(newSessionsCmd(g))
