@@ -22,6 +22,7 @@ const module = "meka.dev/meka"
 var allowed = map[string][]string{
 	// L0
 	"model":                  {},
+	"model/sse":              {},
 	"permission":             {},
 	"internal/sandbox":       {},
 	"internal/schedule/cron": {},
@@ -33,8 +34,8 @@ var allowed = map[string][]string{
 	"session":             {"model"},
 	"session/sessiontest": {"session", "model"},
 	"tool":                {"model", "permission"},
-	"model/openai":        {"model"},
-	"model/anthropic":     {"model"},
+	"model/openai":        {"model", "model/sse"},
+	"model/anthropic":     {"model", "model/sse"},
 	"model/script":        {"model"},
 	"model/modeltest":     {"model", "model/script"},
 	"internal/task":       {"internal/sandbox"},
