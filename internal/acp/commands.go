@@ -79,9 +79,9 @@ func (e *entry) runLocal(ctx context.Context, cmd string) *PromptResponse {
 	case "status":
 		text = e.status()
 	case "mcp":
-		text = e.s.opts.Host.MCPReport()
+		text = e.s.host.MCPReport()
 	case "reload":
-		next, err := e.s.opts.Host.Reload(ctx, e.id)
+		next, err := e.s.host.Reload(ctx, e.id)
 		if err != nil {
 			e.s.log.Error("acp: /reload", "session_id", e.id, "err", err)
 			text = "The session could not be reloaded; it goes on with the prompt it had."

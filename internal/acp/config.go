@@ -82,7 +82,7 @@ const noProject = "(none)"
 
 // projectOption is the project picker, offered where a project exists.
 func (e *entry) projectOption() (SessionConfigOption, bool) {
-	names, err := e.s.opts.Host.Projects(e.s.base)
+	names, err := e.s.host.Projects(e.s.base)
 	if err != nil {
 		e.s.log.Error("acp: list projects", "err", err)
 	}
@@ -241,13 +241,13 @@ func (e *entry) switchProfile(ctx context.Context, name string) error {
 	if err := hs.Update(ctx, func(m *session.Meta) { m.Profile = name }); err != nil {
 		return s.sessionError("switch profile", e.id, err)
 	}
-	next, err := s.opts.Host.Reopen(ctx, e.id)
+	next, err := s.host.Reopen(ctx, e.id)
 	if err != nil {
 		// Put the row back; the session reopens as it was.
 		s.log.Error("acp: switch profile", "session_id", e.id, "err", err)
-		if back, err2 := s.opts.Host.Open(ctx, e.id); err2 == nil {
+		if back, err2 := s.host.Open(ctx, e.id); err2 == nil {
 			_ = back.Update(ctx, func(m *session.Meta) { m.Profile = old })
-			if back, err2 = s.opts.Host.Reopen(ctx, e.id); err2 == nil {
+			if back, err2 = s.host.Reopen(ctx, e.id); err2 == nil {
 				e.attach(back)
 			}
 		}

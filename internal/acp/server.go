@@ -40,7 +40,12 @@ const (
 // Options configure a server. The zero value of each field means its
 // default.
 type Options struct {
+	// Host runs the sessions. Open, set instead, opens it: Serve calls it
+	// at once and answers initialize meanwhile, so an editor's handshake
+	// does not wait for the database; every other request waits for the
+	// host, and Open's error ends Serve with that error.
 	Host *host.Host
+	Open func(context.Context) (*host.Host, error)
 	// Version is meka's version, sent as agentInfo.version.
 	Version string
 	// Profiles names the configured profiles, in the order the profile
@@ -75,6 +80,19 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.base = ctx
+	var openErr error
+	if opts.Open != nil {
+		go func() {
+			defer close(s.ready)
+			h, err := opts.Open(ctx)
+			if err != nil {
+				openErr = err
+				cancel()
+				return
+			}
+			s.host = h
+		}()
+	}
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
@@ -83,8 +101,27 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	err := s.conn.Serve(ctx)
 	cancel()
 	<-sweepDone
+	<-s.ready
+	if openErr != nil {
+		return openErr
+	}
 	s.closeAll(context.WithoutCancel(ctx))
 	return err
+}
+
+// awaitHost waits until the host is open; it fails only when the
+// request is cancelled or the host failed to open, which ends the
+// connection.
+func (s *server) awaitHost(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		if s.host == nil {
+			return jsonrpc.NewError(jsonrpc.InternalError, "meka failed to start", nil)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // connOptions are the JSON-RPC layer's options: the line limit and the
@@ -97,8 +134,11 @@ func (s *server) connOptions() jsonrpc.Options {
 // server is one connection's state.
 type server struct {
 	opts Options
-	conn *jsonrpc.Conn
-	log  *slog.Logger
+	// host is set before ready closes, and never changes after.
+	host  *host.Host
+	ready chan struct{}
+	conn  *jsonrpc.Conn
+	log   *slog.Logger
 	// base lives as long as the connection: updates outside a request are
 	// sent with it.
 	base context.Context
@@ -136,8 +176,13 @@ func newServer(opts Options) *server {
 	if len(opts.Levels) == 0 {
 		opts.Levels = permission.Levels
 	}
-	return &server{opts: opts, log: opts.Logger, base: context.Background(),
+	s := &server{opts: opts, log: opts.Logger, base: context.Background(), ready: make(chan struct{}),
 		sessions: make(map[string]*entry), swept: make(map[string]bool), arrivals: newArrivals()}
+	if opts.Open == nil {
+		s.host = opts.Host
+		close(s.ready)
+	}
+	return s
 }
 
 // caps returns the client's capabilities.
@@ -149,6 +194,14 @@ func (s *server) caps() ClientCapabilities {
 
 // Handle implements jsonrpc.Handler.
 func (s *server) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	if req.Method != "initialize" && req.Method != "authenticate" {
+		if err := s.awaitHost(ctx); err != nil {
+			if req.Method == "session/prompt" {
+				s.arrivals.take(string(req.ID))
+			}
+			return nil, err
+		}
+	}
 	switch req.Method {
 	case "initialize":
 		return handle(ctx, s, req, (*server).initialize)
@@ -268,6 +321,14 @@ func (s *server) notify(ctx context.Context, sessionID string, u SessionUpdate) 
 
 // sweepLoop releases idle sessions every SweepInterval.
 func (s *server) sweepLoop(ctx context.Context) {
+	select {
+	case <-s.ready:
+		if s.host == nil {
+			return
+		}
+	case <-ctx.Done():
+		return
+	}
 	tick, stop := s.opts.Tick(s.opts.SweepInterval)
 	defer stop()
 	for {
@@ -282,7 +343,7 @@ func (s *server) sweepLoop(ctx context.Context) {
 
 // sweep releases the sessions idle for IdleTimeout.
 func (s *server) sweep(ctx context.Context) {
-	for _, id := range s.opts.Host.SweepIdle(ctx, s.opts.IdleTimeout) {
+	for _, id := range s.host.SweepIdle(ctx, s.opts.IdleTimeout) {
 		s.mu.Lock()
 		e := s.sessions[id]
 		if e != nil {
@@ -308,7 +369,7 @@ func (s *server) closeAll(ctx context.Context) {
 	s.mu.Unlock()
 	for _, e := range entries {
 		e.detach()
-		if err := s.opts.Host.CloseSession(ctx, e.id); err != nil {
+		if err := s.host.CloseSession(ctx, e.id); err != nil {
 			s.log.Warn("acp: close session", "session_id", e.id, "err", err)
 		}
 	}

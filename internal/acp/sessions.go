@@ -46,7 +46,7 @@ func (s *server) newSession(ctx context.Context, p *NewSessionRequest) (*NewSess
 	if n := len(p.McpServers); n > 0 {
 		s.log.Warn("acp: mcpServers ignored: meka's MCP servers come from config.toml", "dropped", n)
 	}
-	hs, err := s.opts.Host.Create(ctx, host.CreateOptions{Cwd: cwd, AdditionalDirs: dirs, Profile: s.opts.DefaultProfile})
+	hs, err := s.host.Create(ctx, host.CreateOptions{Cwd: cwd, AdditionalDirs: dirs, Profile: s.opts.DefaultProfile})
 	if err != nil {
 		return nil, s.sessionError("create session", "", err)
 	}
@@ -67,7 +67,7 @@ func (s *server) open(ctx context.Context, op string, p *LoadSessionRequest) (*h
 	if err != nil {
 		return nil, err
 	}
-	meta, err := s.opts.Host.Store().Get(ctx, p.SessionID)
+	meta, err := s.host.Store().Get(ctx, p.SessionID)
 	if err != nil {
 		return nil, s.sessionError(op, p.SessionID, err)
 	}
@@ -85,7 +85,7 @@ func (s *server) open(ctx context.Context, op string, p *LoadSessionRequest) (*h
 	}
 	// The client's workspace wins, replacing (not merging) the roots, once
 	// the session has opened: a refused load writes nothing.
-	hs, err := s.opts.Host.OpenIn(ctx, meta.ID, host.Workspace{Cwd: cwd, AdditionalDirs: dirs})
+	hs, err := s.host.OpenIn(ctx, meta.ID, host.Workspace{Cwd: cwd, AdditionalDirs: dirs})
 	if err != nil {
 		return nil, s.sessionError(op, meta.ID, err)
 	}
@@ -127,7 +127,7 @@ func (s *server) forkSession(ctx context.Context, p *LoadSessionRequest) (*NewSe
 	if err != nil {
 		return nil, err
 	}
-	h := s.opts.Host
+	h := s.host
 	meta, err := h.Store().Get(ctx, p.SessionID)
 	if err != nil {
 		return nil, s.sessionError("fork session", p.SessionID, err)
@@ -174,7 +174,7 @@ func (s *server) listSessions(ctx context.Context, p *ListSessionsRequest) (*Lis
 	if p.Cursor != nil {
 		opts.Cursor = *p.Cursor
 	}
-	page, err := s.opts.Host.Store().List(ctx, opts)
+	page, err := s.host.Store().List(ctx, opts)
 	if err != nil {
 		if opts.Cursor != "" {
 			return nil, invalidParams("invalid cursor")
@@ -218,7 +218,7 @@ func (s *server) closeSession(ctx context.Context, p *SessionIDRequest) (struct{
 	s.arrivals.latch(e.id)
 	s.arrivals.forget(e.id)
 	e.detach()
-	if err := s.opts.Host.CloseSession(context.WithoutCancel(ctx), e.id); err != nil {
+	if err := s.host.CloseSession(context.WithoutCancel(ctx), e.id); err != nil {
 		return struct{}{}, s.sessionError("close session", e.id, err)
 	}
 	return struct{}{}, nil
@@ -254,7 +254,7 @@ func (s *server) ensure(ctx context.Context, id string) (*entry, error) {
 	if !swept {
 		return nil, jsonrpc.NewError(jsonrpc.InvalidParams, "unknown session "+id, map[string]string{"sessionId": id})
 	}
-	hs, err := s.opts.Host.Open(ctx, id)
+	hs, err := s.host.Open(ctx, id)
 	if err != nil {
 		return nil, s.sessionError("reopen session", id, err)
 	}

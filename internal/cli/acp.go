@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meka.dev/meka/internal/acp"
+	"meka.dev/meka/internal/host"
 )
 
 func init() { extraCommands = append(extraCommands, newACPCmd) }
@@ -51,36 +52,58 @@ session/resume reopen stored ones. Logs go to stderr (-v, -vv).`,
 
 func runACP(ctx context.Context, g *globals, workspace, readable []string) error {
 	g.clientDirs = true
-	a, err := g.newApp(ctx)
+	pre, err := g.prepare()
 	if err != nil {
 		return err
 	}
-	defer a.close(context.WithoutCancel(ctx))
-	defer a.startScheduler(ctx)()
-	if err := a.host.AddRoots(workspace, readable); err != nil {
-		return usageError("%v", err)
-	}
-	prof, err := a.cfg.ResolveProfile(g.profile, g.getenv)
+	cfg := pre.cfg
+	prof, err := cfg.ResolveProfile(g.profile, g.getenv)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	names := a.cfg.ProfileNames()
+	names := cfg.ProfileNames()
 	if len(names) == 0 {
 		names = []string{prof.Name}
 	}
-	levels := a.cfg.Permissions.Enabled
+	// The database opens while the editor's initialize is answered; the
+	// server waits for it before any other request, and its error (with
+	// its exit code) ends the run.
+	var (
+		a         *app
+		stopSched = func() {}
+		openErr   error
+	)
+	open := func(ctx context.Context) (*host.Host, error) {
+		if a, openErr = g.open(ctx, pre); openErr != nil {
+			return nil, openErr
+		}
+		stopSched = a.startScheduler(ctx)
+		if err := a.host.AddRoots(workspace, readable); err != nil {
+			openErr = usageError("%v", err)
+			return nil, openErr
+		}
+		return a.host, nil
+	}
 	err = acp.Serve(ctx, g.stdin, g.stdout, acp.Options{
-		Host:                a.host,
+		Open:                open,
 		Version:             version(),
 		Profiles:            names,
 		DefaultProfile:      g.profile,
 		Vision:              prof.Vision,
-		Levels:              levels,
-		RelayProviderErrors: a.cfg.Serve.RelayProviderErrors,
-		IdleTimeout:         a.cfg.Serve.IdleTimeout,
-		SweepInterval:       a.cfg.Serve.IdleSweepInterval,
+		Levels:              cfg.Permissions.Enabled,
+		RelayProviderErrors: cfg.Serve.RelayProviderErrors,
+		IdleTimeout:         cfg.Serve.IdleTimeout,
+		SweepInterval:       cfg.Serve.IdleSweepInterval,
 		Logger:              g.logger(),
 	})
+	// Serve has waited for open, so a, stopSched and openErr are settled.
+	stopSched()
+	if a != nil {
+		a.close(context.WithoutCancel(ctx))
+	}
+	if openErr != nil {
+		return openErr
+	}
 	if err != nil && ctx.Err() == nil {
 		return &exitError{code: 1, err: err}
 	}

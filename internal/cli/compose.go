@@ -53,6 +53,24 @@ func (a *app) close(ctx context.Context) {
 // the database and builds the host. Nothing is written before the config
 // and flags are known to be good.
 func (g *globals) newApp(ctx context.Context) (*app, error) {
+	pre, err := g.prepare()
+	if err != nil {
+		return nil, err
+	}
+	return g.open(ctx, pre)
+}
+
+// prepared is what prepare checked: the config, and the permissions the
+// flags ask for.
+type prepared struct {
+	cfg   *config.Config
+	perms host.Permissions
+}
+
+// prepare reads the config and checks the profile, its key and the
+// permission flags; it writes nothing and opens nothing, so a front door
+// can answer its client while open runs.
+func (g *globals) prepare() (*prepared, error) {
 	cfg, err := g.loadConfig()
 	if err != nil {
 		return nil, err
@@ -89,6 +107,12 @@ func (g *globals) newApp(ctx context.Context) (*app, error) {
 	if err := g.checkWorkspaceHome(perms.Default); err != nil {
 		return nil, err
 	}
+	return &prepared{cfg: cfg, perms: perms}, nil
+}
+
+// open opens the database and builds the host on a prepared config.
+func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
+	cfg, perms := pre.cfg, pre.perms
 	db, err := g.openDB(ctx, cfg)
 	if err != nil {
 		return nil, err
