@@ -63,6 +63,9 @@ type Options struct {
 	// Folds derive state from the log; their state is checkpointed on
 	// every compaction boundary.
 	Folds []session.Fold
+	// ToolRecorders are asked before every request for the rows that
+	// record a change of the tool set.
+	ToolRecorders []ToolRecorder
 
 	// MaxTurns bounds the model calls of one turn (default 100); rounds
 	// spent only on bookkeeping tools are refunded.
@@ -170,11 +173,12 @@ func New(opts Options, rows []session.Row) (*Engine, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{opts: opts, folder: session.NewFolder(opts.Folds...)}
-	e.toolSpecs()
 	e.rows = append([]session.Row(nil), rows...)
 	if err := e.refold(); err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
+	// After the folds, which may hold the tool set the log records.
+	e.toolSpecs()
 	return e, nil
 }
 

@@ -84,10 +84,19 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 			e.opts.Logger.Warn("compact", "session_id", e.opts.SessionID, "err", err)
 		}
 
+		if err := e.recordTools(ctx, ts); err != nil {
+			return end(StopFailed, err)
+		}
 		if change, ok := e.toolSpecs(); ok {
 			// The set the model sees moved (an MCP server's list changed):
-			// the log says so, so a resumed or forked session shows it.
+			// the log says so, so a resumed or forked session shows it,
+			// and the model is told once, since notices are for people.
 			e.notice(ctx, ts.turn, change)
+			msg := session.UserMessage{Source: session.SourceReminder,
+				Parts: model.Parts{model.Text{Text: "[meka] The tools you can call changed: " + change.Description + "."}}}
+			if _, err := e.appendRows(ctx, ts.turn, msg); err != nil {
+				return end(StopFailed, err)
+			}
 		}
 		resp, err := e.callModel(ctx, ts)
 		if err != nil {
@@ -159,6 +168,17 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 		}
 		e.emit(UserMessage{Message: msg})
 	}
+}
+
+// recordTools appends what the tool recorders say changed.
+func (e *Engine) recordTools(ctx context.Context, ts *turnState) error {
+	info := RequestInfo{Turn: ts.turn, Round: ts.rounds + 1}
+	for _, r := range e.opts.ToolRecorders {
+		if _, err := e.appendRows(ctx, ts.turn, r.RecordTools(ctx, info)...); err != nil {
+			return fmt.Errorf("record tool set: %w", err)
+		}
+	}
+	return nil
 }
 
 // beforeStop asks the interceptors in order; the first that continues the

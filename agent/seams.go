@@ -68,6 +68,15 @@ type CompactionContributor interface {
 	CompactionText(ctx context.Context) string
 }
 
+// ToolRecorder keeps a recorded part of the tool set in step with the
+// log, such as the MCP servers' tools: before every request the engine
+// appends the rows it returns (a change of that part, or none), so that
+// the fold offering the set applies them and the request carries the new
+// set. It is called from the turn's goroutine.
+type ToolRecorder interface {
+	RecordTools(ctx context.Context, info RequestInfo) []session.Entry
+}
+
 // Extension is what a plugin adds to an engine: its tools and its
 // contributions to each seam. Dialects and the scheduler return one; the
 // host merges them into a session's Options.

@@ -19,7 +19,8 @@ type Row struct {
 }
 
 // Entry is the payload of a row. The variants are UserMessage,
-// AssistantMessage, ToolResult, Notice, Compaction and SystemPrompt.
+// AssistantMessage, ToolResult, Notice, Compaction, SystemPrompt and
+// ToolSet.
 type Entry interface{ Kind() string }
 
 // User message sources.
@@ -136,12 +137,39 @@ type Compaction struct {
 	Checkpoint map[string]json.RawMessage `json:"checkpoint,omitempty"`
 }
 
+// ToolSet records a change of the tools a source outside meka (the MCP
+// servers) offers the model, so that resume and fork offer the same
+// definitions the log says the model was sent. A source's first row lists
+// its whole set; later ones only what was added or changed, and the names
+// removed. Folding a source's rows in order gives its set at any row.
+type ToolSet struct {
+	// Source names the set ("mcp").
+	Source string `json:"source"`
+	// Tools are the tools added, or changed, by name.
+	Tools   []ToolDef `json:"tools,omitempty"`
+	Removed []string  `json:"removed,omitempty"`
+}
+
+// ToolDef is one recorded tool: what the model is sent, and what routes a
+// call to the server that runs it.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	// Server names the server and Remote is its own name for the tool.
+	Server string `json:"server,omitempty"`
+	Remote string `json:"remote,omitempty"`
+	// ReadOnly is the server's readOnlyHint when the set was recorded.
+	ReadOnly bool `json:"read_only,omitempty"`
+}
+
 func (UserMessage) Kind() string      { return "user" }
 func (AssistantMessage) Kind() string { return "assistant" }
 func (ToolResult) Kind() string       { return "tool_result" }
 func (Notice) Kind() string           { return "notice" }
 func (Compaction) Kind() string       { return "compaction" }
 func (SystemPrompt) Kind() string     { return "system_prompt" }
+func (ToolSet) Kind() string          { return "tool_set" }
 
 // EncodeEntry returns an entry's kind and JSON payload, as stores keep them.
 func EncodeEntry(e Entry) (kind string, payload []byte, err error) {
@@ -175,6 +203,9 @@ func DecodeEntry(kind string, payload []byte) (Entry, error) {
 	case "system_prompt":
 		var v SystemPrompt
 		err, e = json.Unmarshal(payload, &v), &v
+	case "tool_set":
+		var v ToolSet
+		err, e = json.Unmarshal(payload, &v), &v
 	default:
 		return nil, fmt.Errorf("decode row: unknown kind %q", kind)
 	}
@@ -199,6 +230,8 @@ func deref(e Entry) Entry {
 	case *Compaction:
 		return *v
 	case *SystemPrompt:
+		return *v
+	case *ToolSet:
 		return *v
 	}
 	return e

@@ -2,10 +2,12 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/mcp"
 	"meka.dev/meka/session"
 )
@@ -33,11 +35,12 @@ const (
 )
 
 // addMCP gives the session the tools of the configured MCP servers, as
-// they are at every request.
-func (s *Session) addMCP() {
+// its log records them (see mcpRecord), and returns the fold and the
+// recorder that keep that record; nil when no server is configured.
+func (s *Session) addMCP() *mcpRecord {
 	m := s.h.opts.MCP
 	if !m.Configured() {
-		return
+		return nil
 	}
 	scratch := ""
 	if s.dataDir != "" {
@@ -45,9 +48,138 @@ func (s *Session) addMCP() {
 	}
 	vision := s.profile.Vision
 	b := &mcp.Binding{Elicitor: mcp.ElicitorFunc(s.elicit), ScratchDir: scratch, Vision: func() bool { return vision }}
-	s.tools.AddSource(m.Source(b), func(name string, err error) {
+	r := &mcpRecord{m: m}
+	s.tools.AddSource(m.RecordedSource(b, &r.rec), func(name string, err error) {
 		s.h.opts.Logger.Warn("mcp tool not offered", "session_id", s.id, "tool", name, "err", err)
 	})
+	return r
+}
+
+// mcpToolSource is the ToolSet source of the MCP servers' tools.
+const mcpToolSource = "mcp"
+
+// mcpRecord keeps the MCP tool set a session's model is offered in its
+// log. As a fold it rebuilds the set from the log's tool_set rows (so
+// resume, fork and rewind offer the set as of their last row); as the
+// engine's recorder it compares the servers' lists with it before each
+// request and returns the row recording a difference. The first request
+// after the session is opened carries the recorded set unchanged (its
+// prompt-cache prefix is the bytes the last request before sent); the
+// servers' lists are taken from the next one on. A log with no tool_set
+// row (a session stored before they were kept) offers the lists as they
+// are, and its first request records them.
+type mcpRecord struct {
+	m   *mcp.Manager
+	rec mcp.Record
+	// asked is set once the recorder was asked, from the turn's goroutine.
+	asked bool
+}
+
+var (
+	_ session.Fold       = (*mcpRecord)(nil)
+	_ agent.ToolRecorder = (*mcpRecord)(nil)
+)
+
+func (r *mcpRecord) Name() string { return "mcp_tools" }
+
+func (r *mcpRecord) Reset() { r.rec.Clear() }
+
+func (r *mcpRecord) Restore(state json.RawMessage) error {
+	var defs []session.ToolDef
+	if err := json.Unmarshal(state, &defs); err != nil {
+		return err
+	}
+	if defs == nil {
+		r.rec.Clear() // nothing was recorded at the boundary
+		return nil
+	}
+	r.rec.Set(fromToolDefs(defs))
+	return nil
+}
+
+func (r *mcpRecord) Checkpoint() (json.RawMessage, error) {
+	defs, ok := r.rec.Get()
+	if !ok {
+		return json.RawMessage("null"), nil
+	}
+	return json.Marshal(toToolDefs(defs))
+}
+
+func (r *mcpRecord) Apply(st session.Step) {
+	ts, ok := st.Entry.(session.ToolSet)
+	if !ok || ts.Source != mcpToolSource {
+		return
+	}
+	cur, _ := r.rec.Get()
+	byName := make(map[string]mcp.Def, len(cur)+len(ts.Tools))
+	for _, d := range cur {
+		byName[d.Name] = d
+	}
+	for _, n := range ts.Removed {
+		delete(byName, n)
+	}
+	for _, d := range fromToolDefs(ts.Tools) {
+		byName[d.Name] = d
+	}
+	next := make([]mcp.Def, 0, len(byName))
+	for _, d := range byName {
+		next = append(next, d)
+	}
+	r.rec.Set(next) // sorts
+}
+
+// RecordTools returns the row recording how the servers' lists differ
+// from the recorded set, if they do.
+func (r *mcpRecord) RecordTools(context.Context, agent.RequestInfo) []session.Entry {
+	cur, recorded := r.rec.Get()
+	first := !r.asked
+	r.asked = true
+	if recorded && first {
+		return nil
+	}
+	next := r.m.Reconcile(cur)
+	if !recorded && len(next) == 0 {
+		return nil
+	}
+	var change session.ToolSet
+	old := make(map[string]mcp.Def, len(cur))
+	for _, d := range cur {
+		old[d.Name] = d
+	}
+	kept := make(map[string]bool, len(next))
+	var added []mcp.Def
+	for _, d := range next {
+		kept[d.Name] = true
+		if o, ok := old[d.Name]; !ok || !o.Equal(d) {
+			added = append(added, d)
+		}
+	}
+	for _, d := range cur {
+		if !kept[d.Name] {
+			change.Removed = append(change.Removed, d.Name)
+		}
+	}
+	if recorded && len(added) == 0 && len(change.Removed) == 0 {
+		return nil
+	}
+	change.Source, change.Tools = mcpToolSource, toToolDefs(added)
+	return []session.Entry{change}
+}
+
+func toToolDefs(defs []mcp.Def) []session.ToolDef {
+	out := make([]session.ToolDef, len(defs))
+	for i, d := range defs {
+		out[i] = session.ToolDef{Name: d.Name, Description: d.Description, Schema: d.Schema, Server: d.Server, Remote: d.Remote, ReadOnly: d.ReadOnly}
+	}
+	return out
+}
+
+func fromToolDefs(defs []session.ToolDef) []mcp.Def {
+	out := make([]mcp.Def, len(defs))
+	for i, d := range defs {
+		out[i] = mcp.Def{Name: d.Name, Description: d.Description, Schema: d.Schema, Server: d.Server, Remote: d.Remote, ReadOnly: d.ReadOnly}
+	}
+	return out
 }
 
 // SetElicitor routes MCP elicitations to a front door; nil means nobody

@@ -155,7 +155,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	if err := s.tools.Add(st...); err != nil {
 		return nil, err
 	}
-	s.addMCP()
+	record := s.addMCP()
 	opts := agent.Options{
 		Provider: prof.Provider, Log: logFunc(func(ctx context.Context, rows []session.Row) ([]session.Row, error) {
 			return h.opts.Store.Append(ctx, meta.ID, rows)
@@ -179,6 +179,10 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 		opts.Folds = append(opts.Folds, x.Folds...)
 	}
 	opts.Compactors = append(opts.Compactors, &s.loaded)
+	if record != nil {
+		opts.Folds = append(opts.Folds, record)
+		opts.ToolRecorders = append(opts.ToolRecorders, record)
+	}
 	extraPrompt := ""
 	if s.parent != nil {
 		extraPrompt = childSystem(def) // recorded with the prompt it is part of

@@ -251,6 +251,9 @@ func (m *Manager) rebuild() {
 		}
 		prompts = append(prompts, s.promptList()...)
 	}
+	// By name, the order a session's record keeps, so that recording the
+	// set a session was offered does not reorder it.
+	slices.SortStableFunc(tools, func(a, b *remoteTool) int { return strings.Compare(a.name, b.name) })
 	m.mu.Lock()
 	changed := !sameTools(m.tools, tools) || !slices.EqualFunc(m.prompts, prompts, func(a, b Prompt) bool { return a.Name == b.Name })
 	m.tools, m.prompts = tools, prompts

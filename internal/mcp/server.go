@@ -25,7 +25,7 @@ type server struct {
 	ready  chan struct{} // closed once the first start settled
 	stderr *tail
 
-	mu    sync.Mutex // guards state, err, conn, tools, prompts, calls, nextCall, moved
+	mu    sync.Mutex // guards state, err, conn, tools, prompts, listed, calls, nextCall, moved
 	state State
 	// moved is closed and replaced at every change of state, for calls
 	// waiting out a reconnection.
@@ -34,6 +34,9 @@ type server struct {
 	conn    *conn
 	tools   []*remoteTool
 	prompts []Prompt
+	// listed is set once the server listed its tools in this process:
+	// from then on its list, not a session's record, says what it offers.
+	listed bool
 	// calls are the calls in flight, by start order; an elicitation goes
 	// to the newest one's session.
 	calls    map[uint64]*inflight
@@ -65,6 +68,14 @@ func (s *server) toolList() []*remoteTool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tools
+}
+
+// listing returns the server's tools and whether it listed them in this
+// process.
+func (s *server) listing() ([]*remoteTool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools, s.listed
 }
 
 func (s *server) promptList() []Prompt {
@@ -231,7 +242,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		close(c.done)
 	}()
 	s.mu.Lock()
-	s.conn, s.tools, s.prompts = c, tools, prompts
+	s.conn, s.tools, s.prompts, s.listed = c, tools, prompts, true
 	s.mu.Unlock()
 	s.setState(StateConnected, nil, fmt.Sprintf("MCP server %s connected", s.cfg.Name))
 	s.m.rebuild()

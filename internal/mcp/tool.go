@@ -16,7 +16,10 @@ import (
 
 // remoteTool is a server's tool as listed, shared by every session.
 type remoteTool struct {
+	// s is the server the tool belongs to; nil for a recorded tool whose
+	// server is no longer configured.
 	s        *server
+	server   string // the server's name
 	name     string // meka's
 	remote   string // the server's
 	desc     string
@@ -37,7 +40,7 @@ func newRemoteTool(s *server, t *sdk.Tool) (*remoteTool, error) {
 	if desc == "" {
 		desc = t.Title
 	}
-	rt := &remoteTool{s: s, name: ToolName(s.cfg.Name, t.Name), remote: t.Name,
+	rt := &remoteTool{s: s, server: s.cfg.Name, name: ToolName(s.cfg.Name, t.Name), remote: t.Name,
 		desc: desc, schema: schema, titleArg: identifyingArg(schema)}
 	rt.readOnly = t.Annotations != nil && t.Annotations.ReadOnlyHint
 	return rt, nil
@@ -101,15 +104,19 @@ func (s *source) Tools() []tool.Tool {
 	rts := s.m.currentTools()
 	out := make([]tool.Tool, len(rts))
 	for i, rt := range rts {
-		out[i] = &Tool{rt: rt, b: s.b}
+		out[i] = &Tool{m: s.m, rt: rt, b: s.b}
 	}
 	return out
 }
 
 // Tool is a server's tool as one session sees it.
 type Tool struct {
+	m  *Manager
 	rt *remoteTool
 	b  *Binding
+	// pinned is set for a tool a session's record offers: its level
+	// follows the server's current annotations when it lists the tool.
+	pinned bool
 }
 
 var (
@@ -118,7 +125,7 @@ var (
 )
 
 // Server returns the name of the server the tool belongs to.
-func (t *Tool) Server() string { return t.rt.s.cfg.Name }
+func (t *Tool) Server() string { return t.rt.server }
 
 // Spec describes the tool. Its level is resolved at every call, from the
 // server's config and the tool's annotations as last listed.
@@ -132,11 +139,31 @@ func (t *Tool) Spec() tool.Spec {
 		Name:            rt.name,
 		Description:     rt.desc,
 		Schema:          rt.schema,
-		Level:           rt.s.m.level(rt.s.cfg, rt.remote, rt.readOnly),
+		Level:           t.level(),
 		Kind:            kind,
 		ParallelSafe:    rt.readOnly,
 		ServerValidated: true,
 	}
+}
+
+// level resolves the tool's level now. A recorded tool counts as
+// read-only only while the server, when it lists the tool, still says so.
+func (t *Tool) level() permission.Level {
+	rt := t.rt
+	if rt.s == nil {
+		return t.m.level(Server{}, rt.remote, rt.readOnly)
+	}
+	readOnly := rt.readOnly
+	if t.pinned && readOnly {
+		tools, _ := rt.s.listing()
+		for _, live := range tools {
+			if live.remote == rt.remote {
+				readOnly = live.readOnly
+				break
+			}
+		}
+	}
+	return t.m.level(rt.s.cfg, rt.remote, readOnly)
 }
 
 // Title is the tool's name and the argument that identifies the call.
@@ -164,6 +191,9 @@ func (t *Tool) Title(args json.RawMessage) string {
 // failed result saying so, and the call is cancelled on the server.
 func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	s := t.rt.s
+	if s == nil {
+		return tool.Result{}, fmt.Errorf("%w: the MCP server %s is not connected: it is no longer configured; do without it", tool.ErrUnavailable, t.rt.server)
+	}
 	cs := s.await(ctx)
 	if cs == nil {
 		return tool.Result{}, fmt.Errorf("%w: the MCP server %s is not connected; try again later or do without it", tool.ErrUnavailable, s.cfg.Name)

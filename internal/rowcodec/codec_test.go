@@ -48,6 +48,8 @@ func entries() []session.Entry {
 		session.ToolResult{CallID: "c2", Status: session.StatusRefused},
 		session.Notice{Severity: session.SeverityError, Title: "t", Description: "d"},
 		session.Compaction{Summary: "s", KeptFrom: 7, Checkpoint: map[string]json.RawMessage{"plan": json.RawMessage(`[]`)}},
+		session.ToolSet{Source: "mcp", Tools: []session.ToolDef{{Name: "mcp__s__t", Schema: json.RawMessage(`{"type":"object"}`), Server: "s", Remote: "t"}},
+			Removed: []string{"mcp__s__u"}},
 	}
 }
 
@@ -70,7 +72,7 @@ func TestDecodeEntryMatchesSession(t *testing.T) {
 		}
 		// The kinds with parts must take the fast path, or it has fallen
 		// behind the model's types.
-		if _, ok := fastDecode(kind, payload); !ok && kind != "notice" && kind != "compaction" {
+		if _, ok := fastDecode(kind, payload); !ok && kind != "notice" && kind != "compaction" && kind != "tool_set" {
 			t.Errorf("fastDecode(%s, %s) fell back", kind, payload)
 		}
 	}

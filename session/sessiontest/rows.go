@@ -79,6 +79,11 @@ func everyVariant() []session.Row {
 			},
 		}},
 		{Turn: 3, Entry: session.UserMessage{Parts: model.Parts{model.Text{Text: "task t1 finished"}}, Source: session.SourceTask, Tasks: []string{"t1", "t2"}}},
+		// A schema's bytes come back as they went: the model is sent them.
+		{Turn: 3, Entry: session.ToolSet{Source: "mcp", Tools: []session.ToolDef{{
+			Name: "mcp__s__find", Description: "Find <things> & more", Server: "s", Remote: "find", ReadOnly: true,
+			Schema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"\u003cq\u003e"}},"required":["q"]}`),
+		}}, Removed: []string{"mcp__s__gone"}}},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"net/http"
 	"os"
 	"strings"
 
@@ -137,6 +138,20 @@ func New(o Options) *sdk.Server {
 				Content: &sdk.TextContent{Text: "Say hello to " + req.Params.Arguments["who"] + "."}}}}, nil
 		})
 	return s
+}
+
+// Handler serves s over streamable HTTP.
+func Handler(s *sdk.Server) http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+}
+
+// AddText adds a tool called name that takes no arguments and answers
+// text, for tests that change the list (s.RemoveTools takes one away).
+func AddText(s *sdk.Server, name, description, text string) {
+	s.AddTool(&sdk.Tool{Name: name, Description: description, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, nil
+		})
 }
 
 // RedSquare is a 4x4 red PNG.
