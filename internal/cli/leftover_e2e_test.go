@@ -19,10 +19,10 @@ import (
 // namespace at unrestricted); the next meka to hold the session kills it.
 func TestReopenKillsLeftovers(t *testing.T) {
 	work, data := t.TempDir(), t.TempDir()
-	// The command hands over its child's pid only once meka has recorded
-	// its process group: a kill before that record is a window in which
-	// nothing can find the group, not what this test is about.
-	command := `sleep 300 & p=$!; until ls ` + data + `/sessions/*/running/* >/dev/null 2>&1; do :; done; echo $p > pid; sleep 300`
+	// The command hands over its child's pid as soon as it has one: meka
+	// notes a command before starting it, so there is no window in which
+	// a kill leaves the child untracked.
+	command := `sleep 300 & echo $! > pid; sleep 300`
 	args, _ := json.Marshal(map[string]string{"command": command})
 	s, err := script.Parse([]byte(`{"rounds":[
 	 {"tool_calls":[{"id":"s1","name":"shell_execute","arguments":` + string(args) + `}]},

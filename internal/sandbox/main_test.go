@@ -15,5 +15,8 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == hideMarker {
 		runHide()
 	}
+	if len(os.Args) > 2 && os.Args[1] == holderMarker {
+		runHolder(os.Args[2])
+	}
 	os.Exit(m.Run())
 }

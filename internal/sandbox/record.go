@@ -1,39 +1,86 @@
 package sandbox
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 )
 
-// RecordGroup notes in dir that this process runs the process group pgid
-// (a command's group, led by pid pgid) until the returned function runs,
-// so that if this process dies without killing it, KillRecorded in the
-// next process to hold the session can. A note that cannot be written
-// only loses that.
-func RecordGroup(dir string, pgid int) (forget func()) {
-	if dir == "" {
-		return func() {}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return func() {}
-	}
-	note := filepath.Join(dir, strconv.Itoa(pgid))
-	body := fmt.Sprintf("%d %s", os.Getpid(), startTime(pgid))
-	if err := os.WriteFile(note, []byte(body), 0o600); err != nil {
-		return func() {}
-	}
-	return func() { os.Remove(note) }
+// RunVar is the environment variable every tracked command carries: the
+// token its note in the running directory names, so that the processes of
+// a command whose holder died are found even when the holder died before
+// it learnt their process group.
+const RunVar = "MEKA_RUN"
+
+// Tracked is a command noted in a running directory (see Track).
+type Tracked struct {
+	note, token string
 }
 
-// KillRecorded kills the process groups dir notes whose recording process
-// has died, and forgets them; it returns how many it signalled. A group
-// whose leader's pid now names another process (its start time differs)
-// is forgotten unharmed.
+// Track notes in dir, before cmd starts, that this process runs it, and
+// puts the note's token in cmd's environment (RunVar), which every process
+// the command starts inherits. If this process dies without killing the
+// command, KillRecorded in the next process to hold the session kills what
+// it left: the processes carrying the token, and its process group once
+// Started has noted it. There is no window: the note exists before the
+// fork. Call Forget once the command and its group are gone. A note that
+// cannot be written only loses that.
+func Track(dir string, cmd *exec.Cmd) *Tracked {
+	t := &Tracked{}
+	if dir == "" {
+		return t
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	t.token = hex.EncodeToString(b[:])
+	cmd.Env = append(cmd.Env, RunVar+"="+t.token) // the last value wins
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return t
+	}
+	note := filepath.Join(dir, "run-"+t.token)
+	if err := os.WriteFile(note, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return t
+	}
+	t.note = note
+	return t
+}
+
+// Started adds the command's process group (led by pgid, the command's
+// pid) to the note: a process that left the token behind (env -i) but not
+// the group is still found.
+func (t *Tracked) Started(pgid int) {
+	if t.note == "" {
+		return
+	}
+	body := fmt.Sprintf("%d %d %s", os.Getpid(), pgid, startTime(pgid))
+	// Written aside and renamed: a reader sees the old note or the new.
+	tmp := t.note + ".new"
+	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
+		return
+	}
+	if err := os.Rename(tmp, t.note); err != nil {
+		os.Remove(tmp)
+	}
+}
+
+// Forget removes the note.
+func (t *Tracked) Forget() {
+	if t.note != "" {
+		os.Remove(t.note)
+	}
+}
+
+// KillRecorded kills what the commands dir notes left running when their
+// recording process died, and forgets them; it returns how many notes had
+// something to kill. A group whose leader's pid now names another process
+// (its start time differs) is left unharmed.
 func KillRecorded(dir string) (int, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -44,30 +91,64 @@ func KillRecorded(dir string) (int, error) {
 	}
 	killed := 0
 	for _, e := range entries {
-		pgid, err := strconv.Atoi(e.Name())
 		note := filepath.Join(dir, e.Name())
-		if err != nil || pgid <= 1 {
-			os.Remove(note)
+		token, tracked := strings.CutPrefix(e.Name(), "run-")
+		if tracked && strings.HasSuffix(token, ".new") {
+			os.Remove(note) // a rename that never happened
 			continue
 		}
 		b, err := os.ReadFile(note)
 		if err != nil {
 			continue
 		}
-		holder, start, _ := strings.Cut(string(b), " ")
-		if h, _ := strconv.Atoi(holder); h == os.Getpid() || alive(holder) {
-			continue // its holder runs and kills it itself
-		}
-		if now := startTime(pgid); now != "" && now != start {
-			os.Remove(note) // the pid is another process's now
+		fields := strings.Fields(string(b))
+		if len(fields) == 0 {
+			os.Remove(note)
 			continue
 		}
-		if err := killGroup(pgid); err == nil {
+		if h, _ := strconv.Atoi(fields[0]); h == os.Getpid() || alive(fields[0]) {
+			continue // its holder runs and kills it itself
+		}
+		// A group: "holder pgid start" in a tracked note once started,
+		// or "holder start" in a note named by its pgid (meka before
+		// Track).
+		pgid, start := 0, ""
+		switch {
+		case tracked && len(fields) == 3:
+			pgid, _ = strconv.Atoi(fields[1])
+			start = fields[2]
+		case !tracked && len(fields) == 2:
+			pgid, _ = strconv.Atoi(e.Name())
+			start = fields[1]
+		}
+		hit := false
+		// A leader gone leaves its group's pid unused while members
+		// remain; a leader of another start time is another process.
+		if now := startTime(pgid); pgid > 1 && (now == "" || now == start) {
+			hit = killGroup(pgid) == nil
+		}
+		if tracked && killCarrying(RunVar+"="+token) {
+			hit = true
+		}
+		if hit {
 			killed++
 		}
 		os.Remove(note)
 	}
 	return killed, nil
+}
+
+// killCarrying kills every process whose environment holds entry, pass
+// after pass until a pass finds none (a process may fork while a pass
+// runs), and reports whether it killed any.
+func killCarrying(entry string) bool {
+	signalled := map[int]bool{}
+	for range 16 {
+		if signalCarrying([]byte(entry), signalled) == 0 {
+			break
+		}
+	}
+	return len(signalled) > 0
 }
 
 // startTime returns field 22 of /proc/pid/stat (when the process started,

@@ -3,10 +3,15 @@
 package sandbox
 
 import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,16 +90,18 @@ func TestKillRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr := Track(dir, cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pgid := cmd.Process.Pid
-	forget := RecordGroup(dir, pgid)
+	tr.Started(pgid)
 	if n, err := KillRecorded(dir); n != 0 || err != nil {
 		t.Fatalf("KillRecorded by its own holder = %d, %v; want it left alone", n, err)
 	}
-	forget()
+	tr.Forget()
 	dead := deadPid(t)
+	// A note of meka before Track, named by the group.
 	mustWrite(t, filepath.Join(dir, strconv.Itoa(pgid)), strconv.Itoa(dead)+" "+startTime(pgid))
 	// A note whose pid is another process now: forgotten, not killed.
 	other := exec.Command("sleep", "100")
@@ -116,5 +123,96 @@ func TestKillRecorded(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("%d notes left", len(ents))
+	}
+}
+
+// holderMarker makes the test binary a holder that tracks and starts a
+// command leaving a background child, then waits to be killed before it
+// notes the command's process group: meka dying in that window.
+const holderMarker = "__meka_track_holder"
+
+func runHolder(dir string) {
+	cmd, err := Command(context.Background(), Spec{
+		Args: []string{"sh", "-c", "sleep 300 & echo $!; exec sleep 300"},
+		Env:  []string{testPath}, Mode: Unrestricted,
+	})
+	if err == nil {
+		Track(dir, cmd)
+		cmd.Stdout = os.Stdout
+		err = cmd.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	select {} // Started is never called
+}
+
+func TestKillTrackedBeforeStarted(t *testing.T) {
+	dir := canonTemp(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command(exe, holderMarker, dir)
+	holder.Stderr = os.Stderr
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		holder.Process.Kill()
+		holder.Wait()
+		t.Fatalf("read the child's pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	t.Cleanup(func() { unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) })
+	// Its holder's own pid marks the note as held: it is left alone.
+	if n, err := KillRecorded(dir); n != 0 || err != nil {
+		t.Fatalf("KillRecorded while the holder runs = %d, %v; want 0", n, err)
+	}
+	holder.Process.Kill()
+	holder.Wait()
+	if exited(t, fd, 0) {
+		t.Fatal("the background child died with its holder; nothing left to test")
+	}
+
+	if n, err := KillRecorded(dir); n != 1 || err != nil {
+		t.Fatalf("KillRecorded = %d, %v; want 1", n, err)
+	}
+	// SIGKILL is delivered by the time kill returns; the exit follows at
+	// once, but on another CPU.
+	if !exited(t, fd, 10_000) {
+		t.Error("the child of a command whose group was never noted survived")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("%d notes left", len(ents))
+	}
+}
+
+// exited polls pidfd fd for up to ms milliseconds.
+func exited(t *testing.T, fd, ms int) bool {
+	t.Helper()
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
 	}
 }

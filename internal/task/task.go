@@ -257,8 +257,14 @@ func (r *Registry) start(spec Spec) (Task, error) {
 		Protected: spec.Protected,
 	})
 	var run *sandbox.Running
+	var tracked *sandbox.Tracked
 	if err == nil {
-		run, err = sandbox.Start(cmd, out, nil)
+		// Noted before the start, so a death of meka leaves nothing
+		// the next registry cannot find.
+		tracked = sandbox.Track(filepath.Join(r.opts.Dir, "running"), cmd)
+		if run, err = sandbox.Start(cmd, out, nil); err != nil {
+			tracked.Forget()
+		}
 	}
 	if err != nil {
 		stopTimer()
@@ -283,11 +289,11 @@ func (r *Registry) start(spec Spec) (Task, error) {
 	r.tasks[id] = e
 	r.order = append(r.order, id)
 	started = true
-	forget := sandbox.RecordGroup(filepath.Join(r.opts.Dir, "running"), run.Pid())
+	tracked.Started(run.Pid())
 	r.wg.Add(1)
 	go func() {
 		r.wait(e, ctx, run, out, tmp, stopTimer)
-		forget()
+		tracked.Forget()
 	}()
 	return e.task, nil
 }

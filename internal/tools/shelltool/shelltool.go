@@ -391,14 +391,18 @@ func (t *Tool) foreground(ctx context.Context, call tool.Call, timeout time.Dura
 			stopTicker()
 		}
 	}
+	// Noted before the start: a death of meka at any point after leaves
+	// nothing the next holder cannot find.
+	tracked := sandbox.Track(t.opts.RunningDir, cmd)
 	run, err := sandbox.Start(cmd, stdout, stderr)
 	if err != nil {
+		tracked.Forget()
 		stopLive()
 		return tool.Errorf("shell_execute could not start the command: %v", err), nil
 	}
-	forget := sandbox.RecordGroup(t.opts.RunningDir, run.Pid())
+	tracked.Started(run.Pid())
 	werr := run.Wait()
-	forget()
+	tracked.Forget()
 	stopLive() // the last Output call happens before Run returns
 
 	st := State{ExitCode: -1, Sandbox: spec.Backend}
