@@ -7,20 +7,26 @@
 // dropped. The system prompt and the end of the conversation are marked
 // for prompt caching.
 //
-// It is the only package that imports the Anthropic SDK; no SDK type
-// leaves it. It imports only package model from meka.
+// It speaks the wire format itself, JSON over HTTP with the reply streamed
+// as server-sent events, rather than through Anthropic's SDK, which links
+// every API family it knows for the one endpoint meka calls. It imports
+// only package model and model/sse from meka.
 package anthropic
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"iter"
 	"net/http"
+	"net/url"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
-
 	"meka.dev/meka/model"
+	"meka.dev/meka/model/sse"
 )
 
 // Name is the provider name: it tags the errors and the thinking this
@@ -49,7 +55,7 @@ type Options struct {
 	// HTTPClient defaults to http.DefaultClient.
 	HTTPClient *http.Client
 	// Retry bounds the retries of a call that failed before its first
-	// event; the SDK's own retries are off.
+	// event.
 	Retry model.Retry
 	// Timeouts bound the waits for a reply (a whole, unstreamed reply is
 	// its first token); connecting is bounded by HTTPClient's dialer.
@@ -62,10 +68,23 @@ type Options struct {
 	ThinkingBudget int
 }
 
+// apiVersion is the Messages API version every request names in its
+// anthropic-version header.
+const apiVersion = "2023-06-01"
+
+// userAgent names meka to the API and to the proxies in between.
+const userAgent = "meka"
+
+// maxWholeResponse bounds an unstreamed reply; the largest max_tokens
+// Anthropic allows encodes to a small fraction of it.
+const maxWholeResponse = 64 << 20
+
 // Client is an Anthropic Messages provider. It is safe for concurrent use.
 type Client struct {
-	opts Options
-	svc  anthropic.MessageService
+	opts   Options
+	hc     *http.Client
+	url    string
+	urlErr error // a BaseURL that cannot be joined, reported by each call
 }
 
 var _ model.Provider = (*Client)(nil)
@@ -76,20 +95,31 @@ func New(o Options) *Client {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
+	c := &Client{opts: o, hc: o.HTTPClient}
+	if c.hc == nil {
+		c.hc = http.DefaultClient
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(o.BaseURL),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-		option.WithMiddleware(classify),
+	c.url, c.urlErr = endpoint(o.BaseURL)
+	return c
+}
+
+// endpoint joins the API root and the Messages path: the root's path is
+// kept, with or without its trailing slash, and its query dropped.
+func endpoint(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err == nil && (u.Scheme != "http" && u.Scheme != "https" || u.Host == "") {
+		err = errors.New("not an absolute http or https URL")
 	}
-	if o.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(o.APIKey))
+	if err != nil {
+		return "", fmt.Errorf("anthropic base URL %q: %w", base, err)
 	}
-	return &Client{opts: o, svc: anthropic.NewMessageService(opts...)}
+	if u.Path != "" && u.Path[len(u.Path)-1] != '/' {
+		u.Path += "/"
+		if u.RawPath != "" {
+			u.RawPath += "/"
+		}
+	}
+	return u.ResolveReference(&url.URL{Path: "v1/messages"}).String(), nil
 }
 
 // Name reports "anthropic".
@@ -100,39 +130,82 @@ func (c *Client) Name() string { return Name }
 // Retry-After; once an event has been yielded, an error ends the stream.
 func (c *Client) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
 	return func(yield func(model.Event, error) bool) {
-		params, err := c.params(req)
+		if c.urlErr != nil {
+			yield(nil, c.urlErr)
+			return
+		}
+		p, err := c.body(req)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
+		p.Stream = !c.opts.NoStream
+		body, err := json.Marshal(p)
+		if err != nil {
+			yield(nil, fmt.Errorf("build anthropic request: %w", err))
+			return
+		}
 		c.opts.Retry.Stream(ctx, Name, c.opts.Timeouts, func(ctx context.Context, emit func(model.Event) bool) error {
 			if c.opts.NoStream {
-				return c.whole(ctx, params, emit)
+				return c.whole(ctx, body, emit)
 			}
-			return c.stream(ctx, params, emit)
+			return c.stream(ctx, body, emit)
 		})(yield)
 	}
 }
 
+// post sends one request. An error status or a failure to connect comes
+// back as a *model.Error carrying the provider's text and Retry-After.
+func (c *Client) post(ctx context.Context, body []byte, accept string) (*http.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("call anthropic: %w", err)
+	}
+	h := hr.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", accept)
+	h.Set("Anthropic-Version", apiVersion)
+	h.Set("User-Agent", userAgent)
+	if c.opts.APIKey != "" {
+		h.Set("X-Api-Key", c.opts.APIKey)
+	}
+	res, err := c.hc.Do(hr)
+	return model.ClassifyHTTP(Name, res, err, ctx.Err(), time.Now())
+}
+
 // stream makes one streamed call, passing its events to emit. It returns
 // nil when emit asks to stop.
-func (c *Client) stream(ctx context.Context, params anthropic.MessageNewParams, emit func(model.Event) bool) error {
-	s := c.svc.NewStreaming(ctx, params)
-	defer s.Close()
+func (c *Client) stream(ctx context.Context, body []byte, emit func(model.Event) bool) error {
+	res, err := c.post(ctx, body, "text/event-stream")
+	if err != nil {
+		return callError(ctx, err)
+	}
+	// Closing the body is what ends a read still under way when the
+	// consumer stops early.
+	defer res.Body.Close()
 	a := assembler{emit: emit}
-	for s.Next() {
+	r := sse.NewReader(res.Body)
+	// message_stop ends the reply; what a server sends after it is not
+	// waited for.
+	for !a.done {
+		ev, err := r.Next()
 		if ctx.Err() != nil {
-			break // s.Err is not bound to notice: the body may be buffered
+			// A buffered body may still yield events after a cancel.
+			return callError(ctx, ctx.Err())
 		}
-		if !a.event(s.Current()) {
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return callError(ctx, fmt.Errorf("read anthropic stream: %w", err))
+		}
+		ok, err := a.event(ev.Type, ev.Data)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return nil
 		}
-	}
-	if ctx.Err() != nil {
-		return callError(ctx, ctx.Err())
-	}
-	if err := s.Err(); err != nil {
-		return callError(ctx, err)
 	}
 	resp, err := a.response()
 	if err != nil {
@@ -143,15 +216,32 @@ func (c *Client) stream(ctx context.Context, params anthropic.MessageNewParams, 
 }
 
 // whole makes one call for a whole response and replays it as events.
-func (c *Client) whole(ctx context.Context, params anthropic.MessageNewParams, emit func(model.Event) bool) error {
-	// An explicit timeout keeps the SDK from refusing a large max_tokens
-	// without streaming; the caller's ctx bounds the call in practice.
-	msg, err := c.svc.New(ctx, params, option.WithRequestTimeout(time.Hour))
+func (c *Client) whole(ctx context.Context, body []byte, emit func(model.Event) bool) error {
+	res, err := c.post(ctx, body, "application/json")
 	if err != nil {
 		return callError(ctx, err)
 	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxWholeResponse+1))
+	if err != nil {
+		return callError(ctx, fmt.Errorf("read anthropic response: %w", err))
+	}
+	if len(data) > maxWholeResponse {
+		return fmt.Errorf("read anthropic response: over %d bytes", maxWholeResponse)
+	}
+	var msg respMessage
+	if err := json.Unmarshal(data, &msg); err != nil {
+		return fmt.Errorf("read anthropic response: %w (body %q)", err, model.Cap(string(data), 200))
+	}
+	switch msg.Type {
+	case "message":
+	case "error":
+		return eventError(msg.Error, data)
+	default:
+		return fmt.Errorf("read anthropic response: not a message: %q", model.Cap(string(data), 200))
+	}
 	a := assembler{emit: emit}
-	if !a.message(msg) {
+	if !a.message(&msg) {
 		return nil
 	}
 	resp, err := a.response()

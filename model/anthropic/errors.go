@@ -4,24 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
-	"time"
-
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"meka.dev/meka/model"
 )
 
-// classify is SDK middleware that turns an HTTP error status or a
-// connection failure into a *model.Error before the SDK sees it.
-func classify(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(req)
-	return model.ClassifyHTTP(Name, res, err, req.Context().Err(), time.Now())
-}
-
-// callError is the error a failed call reports.
+// callError is the error a failed call reports: a *model.Error as it is,
+// the caller's cancellation as its cause, a broken connection as a
+// retryable *model.Error, anything else wrapped.
 func callError(ctx context.Context, err error) error {
 	var me *model.Error
 	if errors.As(err, &me) {
@@ -30,20 +20,21 @@ func callError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("call anthropic: %w", context.Cause(ctx))
 	}
-	var ae *anthropic.Error
-	if errors.As(err, &ae) {
-		// HTTP statuses are the middleware's; this is an error event in a
-		// stream that began 200 OK, its status implied by its type.
-		status := ae.StatusCode
-		if status < 400 {
-			status = errorStatus[string(ae.Type())]
-		}
-		return &model.Error{Provider: Name, Status: status, Body: strings.TrimSpace(ae.RawJSON()), Err: errStreamEvent}
-	}
 	if model.IsConnError(err) {
 		return &model.Error{Provider: Name, Err: err}
 	}
 	return fmt.Errorf("call anthropic: %w", err)
+}
+
+// eventError is the error an error event reports, inside a stream that
+// began 200 OK or as a whole 200 body: its status is the one its type
+// implies, and its body the event's data, whole.
+func eventError(e *respError, data []byte) error {
+	typ := ""
+	if e != nil {
+		typ = e.Type
+	}
+	return &model.Error{Provider: Name, Status: errorStatus[typ], Body: strings.TrimSpace(string(data)), Err: errStreamEvent}
 }
 
 // errStreamEvent marks an error the server sent inside a stream; with no

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/anthropics/anthropic-sdk-go"
-
 	"meka.dev/meka/model"
 )
 
@@ -17,23 +15,28 @@ import (
 // such as a tool result outside a tool message.
 var ErrBadRequest = errors.New("bad request")
 
-// params translates req to the wire.
-func (c *Client) params(req *model.Request) (anthropic.MessageNewParams, error) {
-	p := anthropic.MessageNewParams{Model: anthropic.Model(c.opts.Model)}
+const (
+	roleUser      = "user"
+	roleAssistant = "assistant"
+)
+
+// body translates req to the wire.
+func (c *Client) body(req *model.Request) (*wireRequest, error) {
+	p := &wireRequest{Model: c.opts.Model}
 	maxTokens := cmp.Or(req.MaxOutputTokens, c.opts.MaxOutputTokens, DefaultMaxOutputTokens)
 	if b := c.opts.ThinkingBudget; b > 0 {
-		p.Thinking.OfEnabled = &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(b)}
+		p.Thinking = &wireThinking{BudgetTokens: b, Type: "enabled"}
 		// The budget counts against max_tokens and must stay below it.
 		maxTokens = max(maxTokens, b+DefaultMaxOutputTokens)
 	}
-	p.MaxTokens = int64(maxTokens)
+	p.MaxTokens = maxTokens
 	if req.System != "" {
-		p.System = []anthropic.TextBlockParam{{Text: req.System}}
+		p.System = []*textBlock{newText(req.System)}
 	}
 	for i, m := range req.Messages {
 		role, blocks, err := message(m, req.Vision)
 		if err != nil {
-			return p, fmt.Errorf("build anthropic request: message %d: %w", i, err)
+			return nil, fmt.Errorf("build anthropic request: message %d: %w", i, err)
 		}
 		if len(blocks) == 0 {
 			continue // say, an assistant message that only held another provider's thinking
@@ -43,27 +46,27 @@ func (c *Client) params(req *model.Request) (anthropic.MessageNewParams, error) 
 			p.Messages[n-1].Content = append(p.Messages[n-1].Content, blocks...)
 			continue
 		}
-		p.Messages = append(p.Messages, anthropic.MessageParam{Role: role, Content: blocks})
+		p.Messages = append(p.Messages, wireMessage{Role: role, Content: blocks})
 	}
 	for _, t := range req.Tools {
 		tool, err := toolParam(t)
 		if err != nil {
-			return p, fmt.Errorf("build anthropic request: %w", err)
+			return nil, fmt.Errorf("build anthropic request: %w", err)
 		}
-		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tool})
+		p.Tools = append(p.Tools, tool)
 	}
-	markCache(&p)
+	markCache(p)
 	// The per-request context follows the last breakpoint, so the marked
 	// prefix is what the next request repeats byte for byte.
 	if len(req.Context) > 0 {
 		blocks, err := userBlocks(req.Context, req.Vision)
 		if err != nil {
-			return p, fmt.Errorf("build anthropic request: context: %w", err)
+			return nil, fmt.Errorf("build anthropic request: context: %w", err)
 		}
-		if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == anthropic.MessageParamRoleUser {
+		if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == roleUser {
 			p.Messages[n-1].Content = append(p.Messages[n-1].Content, blocks...)
 		} else if len(blocks) > 0 {
-			p.Messages = append(p.Messages, anthropic.MessageParam{Role: anthropic.MessageParamRoleUser, Content: blocks})
+			p.Messages = append(p.Messages, wireMessage{Role: roleUser, Content: blocks})
 		}
 	}
 	return p, nil
@@ -73,14 +76,12 @@ func (c *Client) params(req *model.Request) (anthropic.MessageNewParams, error) 
 // sharing a prefix: after the system prompt (which follows the tools) and
 // after the last persisted message, so the next request reads this one's
 // prefix. It runs before the per-request context is added.
-func markCache(p *anthropic.MessageNewParams) {
+func markCache(p *wireRequest) {
 	switch {
 	case len(p.System) > 0:
-		p.System[len(p.System)-1].CacheControl = anthropic.NewCacheControlEphemeralParam()
+		p.System[len(p.System)-1].CacheControl = ephemeral
 	case len(p.Tools) > 0:
-		if cc := p.Tools[len(p.Tools)-1].GetCacheControl(); cc != nil {
-			*cc = anthropic.NewCacheControlEphemeralParam()
-		}
+		p.Tools[len(p.Tools)-1].CacheControl = ephemeral
 	}
 	if len(p.Messages) == 0 {
 		return
@@ -88,18 +89,26 @@ func markCache(p *anthropic.MessageNewParams) {
 	blocks := p.Messages[len(p.Messages)-1].Content
 	for i := len(blocks) - 1; i >= 0; i-- {
 		// Thinking blocks cannot carry a breakpoint.
-		if cc := blocks[i].GetCacheControl(); cc != nil {
-			*cc = anthropic.NewCacheControlEphemeralParam()
-			return
+		switch b := blocks[i].(type) {
+		case *textBlock:
+			b.CacheControl = ephemeral
+		case *imageBlock:
+			b.CacheControl = ephemeral
+		case *toolUseBlock:
+			b.CacheControl = ephemeral
+		case *toolResultBlock:
+			b.CacheControl = ephemeral
+		default:
+			continue
 		}
+		return
 	}
 }
 
-func toolParam(t model.ToolSpec) (*anthropic.ToolParam, error) {
-	tool := &anthropic.ToolParam{Name: t.Name}
-	if t.Description != "" {
-		tool.Description = anthropic.String(t.Description)
-	}
+// toolParam puts a tool on the wire. Its schema's type is always
+// "object", as the API requires of input_schema.
+func toolParam(t model.ToolSpec) (*wireTool, error) {
+	tool := &wireTool{Name: t.Name, Description: t.Description}
 	schema := map[string]any{}
 	if len(t.Parameters) > 0 {
 		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
@@ -121,47 +130,53 @@ func toolParam(t model.ToolSpec) (*anthropic.ToolParam, error) {
 		switch k {
 		case "type", "properties", "required":
 		default:
-			if tool.InputSchema.ExtraFields == nil {
-				tool.InputSchema.ExtraFields = map[string]any{}
+			if tool.InputSchema.Extra == nil {
+				tool.InputSchema.Extra = map[string]any{}
 			}
-			tool.InputSchema.ExtraFields[k] = v
+			tool.InputSchema.Extra[k] = v
 		}
 	}
 	return tool, nil
 }
 
-func message(m model.Message, vision bool) (anthropic.MessageParamRole, []anthropic.ContentBlockParamUnion, error) {
+func message(m model.Message, vision bool) (string, []any, error) {
 	switch m.Role {
 	case model.RoleUser:
 		b, err := userBlocks(m.Parts, vision)
-		return anthropic.MessageParamRoleUser, b, err
+		return roleUser, b, err
 	case model.RoleAssistant:
 		b, err := assistantBlocks(m.Parts)
-		return anthropic.MessageParamRoleAssistant, b, err
+		return roleAssistant, b, err
 	case model.RoleTool:
 		b, err := resultBlocks(m.Parts, vision)
-		return anthropic.MessageParamRoleUser, b, err
+		return roleUser, b, err
 	}
 	return "", nil, fmt.Errorf("%w: unknown role %q", ErrBadRequest, m.Role)
 }
 
+func newText(s string) *textBlock { return &textBlock{Text: s, Type: "text"} }
+
 // text is a text block, or none for empty text, which the API refuses.
-func text(s string) []anthropic.ContentBlockParamUnion {
+func text(s string) []any {
 	if s == "" {
 		return nil
 	}
-	return []anthropic.ContentBlockParamUnion{anthropic.NewTextBlock(s)}
+	return []any{newText(s)}
 }
 
-func image(img model.Image, vision bool) anthropic.ContentBlockParamUnion {
+func image(img model.Image, vision bool) any {
 	if !vision {
-		return anthropic.NewTextBlock(img.Placeholder())
+		return newText(img.Placeholder())
 	}
-	return anthropic.NewImageBlockBase64(img.MediaType, base64.StdEncoding.EncodeToString(img.Data))
+	return &imageBlock{Type: "image", Source: imageSource{
+		Data:      base64.StdEncoding.EncodeToString(img.Data),
+		MediaType: img.MediaType,
+		Type:      "base64",
+	}}
 }
 
-func userBlocks(parts model.Parts, vision bool) ([]anthropic.ContentBlockParamUnion, error) {
-	var out []anthropic.ContentBlockParamUnion
+func userBlocks(parts model.Parts, vision bool) ([]any, error) {
+	var out []any
 	for _, p := range parts {
 		switch p := p.(type) {
 		case model.Text:
@@ -179,8 +194,8 @@ func userBlocks(parts model.Parts, vision bool) ([]anthropic.ContentBlockParamUn
 	return out, nil
 }
 
-func assistantBlocks(parts model.Parts) ([]anthropic.ContentBlockParamUnion, error) {
-	var out []anthropic.ContentBlockParamUnion
+func assistantBlocks(parts model.Parts) ([]any, error) {
+	var out []any
 	for _, p := range parts {
 		switch p := p.(type) {
 		case model.Thinking:
@@ -189,9 +204,9 @@ func assistantBlocks(parts model.Parts) ([]anthropic.ContentBlockParamUnion, err
 			switch {
 			case p.Provider != Name:
 			case p.Redacted != "":
-				out = append(out, anthropic.NewRedactedThinkingBlock(p.Redacted))
+				out = append(out, &redactedThinkingBlock{Data: p.Redacted, Type: "redacted_thinking"})
 			case p.Signature != "":
-				out = append(out, anthropic.NewThinkingBlock(p.Signature, p.Text))
+				out = append(out, &thinkingBlock{Signature: p.Signature, Thinking: p.Text, Type: "thinking"})
 			}
 		case model.Text:
 			out = append(out, text(p.Text)...)
@@ -200,7 +215,7 @@ func assistantBlocks(parts model.Parts) ([]anthropic.ContentBlockParamUnion, err
 		case model.Image:
 			out = append(out, text(p.Placeholder())...)
 		case model.ToolCall:
-			out = append(out, anthropic.NewToolUseBlock(p.ID, toolInput(p.Arguments), p.Name))
+			out = append(out, &toolUseBlock{ID: p.ID, Input: toolInput(p.Arguments), Name: p.Name, Type: "tool_use"})
 		default:
 			return nil, fmt.Errorf("%w: an assistant message cannot carry a %T", ErrBadRequest, p)
 		}
@@ -218,36 +233,30 @@ func toolInput(args json.RawMessage) json.RawMessage {
 	return a
 }
 
-func resultBlocks(parts model.Parts, vision bool) ([]anthropic.ContentBlockParamUnion, error) {
-	var out []anthropic.ContentBlockParamUnion
+func resultBlocks(parts model.Parts, vision bool) ([]any, error) {
+	var out []any
 	for _, p := range parts {
 		r, ok := p.(model.ToolResult)
 		if !ok {
 			return nil, fmt.Errorf("%w: a tool message cannot carry a %T", ErrBadRequest, p)
 		}
-		block := anthropic.ToolResultBlockParam{ToolUseID: r.CallID}
-		if r.IsError {
-			block.IsError = anthropic.Bool(true)
-		}
+		block := &toolResultBlock{ToolUseID: r.CallID, IsError: r.IsError, Type: "tool_result"}
 		for _, c := range r.Content {
-			var item anthropic.ToolResultBlockParamContentUnion
 			switch c := c.(type) {
 			case model.Text:
 				if c.Text == "" {
 					continue
 				}
-				item.OfText = &anthropic.TextBlockParam{Text: c.Text}
+				block.Content = append(block.Content, newText(c.Text))
 			case model.Resource:
-				item.OfText = &anthropic.TextBlockParam{Text: c.PromptText()}
+				block.Content = append(block.Content, newText(c.PromptText()))
 			case model.Image:
-				b := image(c, vision)
-				item.OfText, item.OfImage = b.OfText, b.OfImage
+				block.Content = append(block.Content, image(c, vision))
 			default:
 				return nil, fmt.Errorf("%w: a tool result cannot carry a %T", ErrBadRequest, c)
 			}
-			block.Content = append(block.Content, item)
 		}
-		out = append(out, anthropic.ContentBlockParamUnion{OfToolResult: &block})
+		out = append(out, block)
 	}
 	return out, nil
 }

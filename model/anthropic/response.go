@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/anthropics/anthropic-sdk-go"
-
 	"meka.dev/meka/model"
 )
 
@@ -35,20 +33,60 @@ type block struct {
 	call      int
 }
 
-// event takes one stream event; it returns false when emit asked to stop.
-func (a *assembler) event(ev anthropic.MessageStreamEventUnion) bool {
-	switch ev.Type {
+// event takes one stream event, named by its SSE event field or else by
+// its data's type. It returns false when emit asked to stop, and an error
+// for an error event or an event it cannot read. Events of a type it does
+// not know, such as ping or content_block_stop, are skipped unread.
+func (a *assembler) event(name string, data []byte) (bool, error) {
+	var ev streamEvent
+	var decodeErr error
+	decoded := false
+	decode := func() error {
+		if !decoded {
+			decoded, decodeErr = true, json.Unmarshal(data, &ev)
+		}
+		return decodeErr
+	}
+	if name == "" {
+		if err := decode(); err != nil {
+			return false, fmt.Errorf("read anthropic stream: event: %w", err)
+		}
+		name = ev.Type
+	}
+	switch name {
+	case "message_start", "content_block_start", "content_block_delta", "message_delta", "message_stop":
+	case "error":
+		_ = decode() // unreadable, it is still an error, of no known type
+		return false, eventError(ev.Error, data)
+	default:
+		return true, nil
+	}
+	if err := decode(); err != nil {
+		return false, fmt.Errorf("read anthropic stream: %s event: %w", name, err)
+	}
+	return a.apply(name, &ev), nil
+}
+
+// apply takes one decoded event; it returns false when emit asked to stop.
+func (a *assembler) apply(typ string, ev *streamEvent) bool {
+	switch typ {
 	case "message_start":
-		a.model = string(ev.Message.Model)
+		if ev.Message == nil {
+			return true
+		}
+		a.model = ev.Message.Model
 		u := ev.Message.Usage
 		a.usage = model.Usage{
-			InputTokens:      int(u.InputTokens),
-			OutputTokens:     int(u.OutputTokens),
-			CacheReadTokens:  int(u.CacheReadInputTokens),
-			CacheWriteTokens: int(u.CacheCreationInputTokens),
+			InputTokens:      u.InputTokens,
+			OutputTokens:     u.OutputTokens,
+			CacheReadTokens:  u.CacheReadInputTokens,
+			CacheWriteTokens: u.CacheCreationInputTokens,
 		}
 	case "content_block_start":
 		cb := ev.ContentBlock
+		if cb == nil {
+			return true
+		}
 		b := a.start(ev.Index, cb.Type)
 		switch cb.Type {
 		case "text":
@@ -60,17 +98,17 @@ func (a *assembler) event(ev anthropic.MessageStreamEventUnion) bool {
 			b.data = cb.Data
 		case "tool_use":
 			b.id, b.name = cb.ID, cb.Name
-			if raw := cb.JSON.Input.Raw(); raw != "" {
-				b.input = json.RawMessage(raw)
+			if len(cb.Input) > 0 {
+				b.input = cb.Input
 			}
 			return a.emit(model.ToolCallDelta{Index: b.call, ID: b.id, Name: b.name})
 		}
 	case "content_block_delta":
 		b := a.byWire[ev.Index]
-		if b == nil {
+		d := ev.Delta
+		if b == nil || d == nil {
 			return true
 		}
-		d := ev.Delta
 		switch d.Type {
 		case "text_delta":
 			return a.addText(b, d.Text)
@@ -86,21 +124,22 @@ func (a *assembler) event(ev anthropic.MessageStreamEventUnion) bool {
 			return a.emit(model.ToolCallDelta{Index: b.call, Arguments: d.PartialJSON})
 		}
 	case "message_delta":
-		if ev.Delta.StopReason != "" {
-			a.stop = string(ev.Delta.StopReason)
+		if ev.Delta != nil && ev.Delta.StopReason != "" {
+			a.stop = ev.Delta.StopReason
 		}
-		// message_delta's counts are cumulative; input counts appear
-		// there only on some servers.
-		u := ev.Usage
-		a.usage.OutputTokens = int(u.OutputTokens)
-		if u.InputTokens > 0 {
-			a.usage.InputTokens = int(u.InputTokens)
-		}
-		if u.CacheReadInputTokens > 0 {
-			a.usage.CacheReadTokens = int(u.CacheReadInputTokens)
-		}
-		if u.CacheCreationInputTokens > 0 {
-			a.usage.CacheWriteTokens = int(u.CacheCreationInputTokens)
+		// message_delta's counts are cumulative; input and cache counts
+		// appear there only on some servers.
+		if u := ev.Usage; u != nil {
+			a.usage.OutputTokens = u.OutputTokens
+			if u.InputTokens > 0 {
+				a.usage.InputTokens = u.InputTokens
+			}
+			if u.CacheReadInputTokens > 0 {
+				a.usage.CacheReadTokens = u.CacheReadInputTokens
+			}
+			if u.CacheCreationInputTokens > 0 {
+				a.usage.CacheWriteTokens = u.CacheCreationInputTokens
+			}
 		}
 	case "message_stop":
 		a.done = true
@@ -140,15 +179,15 @@ func (a *assembler) addThinking(b *block, s string) bool {
 
 // message takes a whole response; it returns false when emit asked to
 // stop.
-func (a *assembler) message(m *anthropic.Message) bool {
-	a.model = string(m.Model)
-	a.stop = string(m.StopReason)
+func (a *assembler) message(m *respMessage) bool {
+	a.model = m.Model
+	a.stop = m.StopReason
 	a.done = true
 	a.usage = model.Usage{
-		InputTokens:      int(m.Usage.InputTokens),
-		OutputTokens:     int(m.Usage.OutputTokens),
-		CacheReadTokens:  int(m.Usage.CacheReadInputTokens),
-		CacheWriteTokens: int(m.Usage.CacheCreationInputTokens),
+		InputTokens:      m.Usage.InputTokens,
+		OutputTokens:     m.Usage.OutputTokens,
+		CacheReadTokens:  m.Usage.CacheReadInputTokens,
+		CacheWriteTokens: m.Usage.CacheCreationInputTokens,
 	}
 	for i, cb := range m.Content {
 		b := a.start(int64(i), cb.Type)
