@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,7 +28,10 @@ func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // FuzzStream feeds the stream decoder whatever a server might send: it
-// must not panic, and what it assembles must be storable.
+// must not panic; what it assembles must be storable and agree with the
+// deltas it emitted; and it completes only a stream that said
+// message_stop. The seeds are the recorded streams in testdata/streams
+// and, in testdata/fuzz, inputs the fuzzer has found worth keeping.
 func FuzzStream(f *testing.F) {
 	sc, err := modeltestScript()
 	if err != nil {
@@ -36,11 +41,77 @@ func FuzzStream(f *testing.F) {
 	modeltest.NewHandler(sc).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/messages",
 		strings.NewReader(`{"stream":true}`)))
 	f.Add(rec.Body.String())
-	f.Add("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{}}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":7,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-	f.Add("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":{\"a\":1}}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-	f.Add("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n")
+	files, err := filepath.Glob(filepath.Join("testdata", "streams", "*.sse"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no recorded streams: %v", err)
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
 	f.Fuzz(func(t *testing.T, body string) {
 		c := anthropic.New(anthropic.Options{BaseURL: "http://fuzz.invalid", HTTPClient: &http.Client{Transport: bodyTransport(body)}, Retry: model.Retry{Attempts: 1}})
+		var events []model.Event
+		resp, err := model.Collect(c.Stream(t.Context(), hello()), func(ev model.Event) { events = append(events, ev) })
+		if err != nil {
+			return
+		}
+		if !strings.Contains(body, "message_stop") {
+			t.Fatal("completed a stream that never said message_stop")
+		}
+		if _, err := resp.Message.Parts.MarshalJSON(); err != nil {
+			t.Fatalf("assembled a message that cannot be stored: %v", err)
+		}
+		var text, thinking strings.Builder
+		args := map[int]string{}
+		for _, ev := range events {
+			switch ev := ev.(type) {
+			case model.TextDelta:
+				text.WriteString(ev.Text)
+			case model.ThinkingDelta:
+				thinking.WriteString(ev.Text)
+			case model.ToolCallDelta:
+				args[ev.Index] += ev.Arguments
+			}
+		}
+		var thought string
+		for _, p := range resp.Message.Parts {
+			if th, ok := p.(model.Thinking); ok {
+				thought += th.Text
+			}
+		}
+		if text.String() != resp.Message.Text() || thinking.String() != thought {
+			t.Fatalf("deltas say %q / %q, the response %q / %q", text.String(), thinking.String(), resp.Message.Text(), thought)
+		}
+		calls := resp.Message.ToolCalls()
+		if len(args) != len(calls) {
+			t.Fatalf("deltas name %d calls, the response has %d", len(args), len(calls))
+		}
+		for i, c := range calls {
+			if a := args[i]; a != "" && string(model.ToolArguments(a)) != string(c.Arguments) {
+				t.Fatalf("call %d: deltas say %q, the response %s", i, a, c.Arguments)
+			}
+		}
+	})
+}
+
+// FuzzWhole does the same for an unstreamed reply.
+func FuzzWhole(f *testing.F) {
+	sc, err := modeltestScript()
+	if err != nil {
+		f.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	modeltest.NewHandler(sc).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/messages", strings.NewReader(`{}`)))
+	f.Add(rec.Body.String())
+	f.Add(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+	f.Add(`{"type":"message","content":[{"type":"tool_use","id":"t","name":"n","input":null}],"stop_reason":null}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		c := anthropic.New(anthropic.Options{BaseURL: "http://fuzz.invalid", NoStream: true,
+			HTTPClient: &http.Client{Transport: bodyTransport(body)}, Retry: model.Retry{Attempts: 1}})
 		resp, err := model.Collect(c.Stream(t.Context(), hello()), nil)
 		if err != nil {
 			return

@@ -109,14 +109,17 @@ func (a *assembler) apply(typ string, ev *streamEvent) bool {
 		if b == nil || d == nil {
 			return true
 		}
-		switch d.Type {
-		case "text_delta":
+		// A delta counts only on a block of its kind: a server tool's
+		// input, say, is no call of meka's, and what a delta emits must
+		// add up to what the response holds.
+		switch {
+		case d.Type == "text_delta" && b.typ == "text":
 			return a.addText(b, d.Text)
-		case "thinking_delta":
+		case d.Type == "thinking_delta" && b.typ == "thinking":
 			return a.addThinking(b, d.Thinking)
-		case "signature_delta":
+		case d.Type == "signature_delta" && b.typ == "thinking":
 			b.signature += d.Signature
-		case "input_json_delta":
+		case d.Type == "input_json_delta" && b.typ == "tool_use":
 			if d.PartialJSON == "" {
 				return true
 			}
