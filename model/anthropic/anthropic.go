@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"mime"
 	"net/http"
 	"net/url"
 	"time"
@@ -183,6 +184,10 @@ func (c *Client) stream(ctx context.Context, body []byte, emit func(model.Event)
 	// Closing the body is what ends a read still under way when the
 	// consumer stops early.
 	defer res.Body.Close()
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
+		// A gateway that does not stream answers with the whole message.
+		return decodeWhole(ctx, res, emit)
+	}
 	a := assembler{emit: emit}
 	r := sse.NewReader(res.Body)
 	// message_stop ends the reply; what a server sends after it is not
@@ -197,7 +202,7 @@ func (c *Client) stream(ctx context.Context, body []byte, emit func(model.Event)
 			break
 		}
 		if err != nil {
-			return callError(ctx, fmt.Errorf("read anthropic stream: %w", err))
+			return readError("read anthropic stream", err)
 		}
 		ok, err := a.event(ev.Type, ev.Data)
 		if err != nil {
@@ -222,9 +227,17 @@ func (c *Client) whole(ctx context.Context, body []byte, emit func(model.Event) 
 		return callError(ctx, err)
 	}
 	defer res.Body.Close()
+	return decodeWhole(ctx, res, emit)
+}
+
+// decodeWhole reads a whole message from res and replays it as events.
+func decodeWhole(ctx context.Context, res *http.Response, emit func(model.Event) bool) error {
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxWholeResponse+1))
 	if err != nil {
-		return callError(ctx, fmt.Errorf("read anthropic response: %w", err))
+		if ctx.Err() != nil {
+			return callError(ctx, err)
+		}
+		return readError("read anthropic response", err)
 	}
 	if len(data) > maxWholeResponse {
 		return fmt.Errorf("read anthropic response: over %d bytes", maxWholeResponse)

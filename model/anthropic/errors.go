@@ -26,6 +26,16 @@ func callError(ctx context.Context, err error) error {
 	return fmt.Errorf("call anthropic: %w", err)
 }
 
+// readError is the error of a reply cut or garbled in transit: a broken
+// connection, worth a retry while nothing was yielded, or anything else
+// (a line over the bound, say) as itself.
+func readError(what string, err error) error {
+	if model.IsConnError(err) {
+		return &model.Error{Provider: Name, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // eventError is the error an error event reports, inside a stream that
 // began 200 OK or as a whole 200 body: its status is the one its type
 // implies, and its body the event's data, whole.

@@ -485,3 +485,24 @@ func TestRequestWire(t *testing.T) {
 		golden(t, map[bool]string{false: "request_stream.wire", true: "request_whole.wire"}[noStream], srv.Requests()[0].Body)
 	})
 }
+
+// A gateway that ignores "stream" and answers with the whole message is
+// still understood.
+func TestStreamAnsweredWhole(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"whole"},`+
+			`{"type":"tool_use","id":"toolu_1","name":"f","input":{"a":1}}],"stop_reason":"tool_use","stop_sequence":null,`+
+			`"usage":{"input_tokens":4,"output_tokens":2,"cache_read_input_tokens":1,"cache_creation_input_tokens":0}}`)
+	}))
+	defer srv.Close()
+	resp, events := mustRun(t, anthropic.New(anthropic.Options{BaseURL: srv.URL}), hello())
+	want := []model.ToolCall{{ID: "toolu_1", Name: "f", Arguments: json.RawMessage(`{"a":1}`)}}
+	if resp.Message.Text() != "whole" || resp.Stop != model.StopToolUse || !reflect.DeepEqual(resp.Message.ToolCalls(), want) ||
+		resp.Usage != (model.Usage{InputTokens: 4, OutputTokens: 2, CacheReadTokens: 1}) {
+		t.Errorf("response = %+v", resp)
+	}
+	if d := sum(t, events); d.text != "whole" || string(d.calls[0].Arguments) != `{"a":1}` {
+		t.Errorf("deltas = %+v", d)
+	}
+}
