@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"meka.dev/meka/internal/config"
-	"meka.dev/meka/internal/sandbox"
 )
 
 // exitError carries an exit status out of a subcommand.
@@ -62,9 +61,6 @@ type globals struct {
 // Main runs meka with args (without the program name) and returns the
 // process's exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	// A confined shell command re-executes meka as its Landlock helper;
-	// that process confines itself and becomes the command here.
-	sandbox.RunHelperIfRequested()
 	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
 	root := newRoot(g)
 	root.SetArgs(args)

@@ -23,8 +23,6 @@ var hiddenKeys struct {
 // meka binary calls it before Main; Main driven in-process by tests
 // reads the environment as it is.
 func HideKeys(args []string) error {
-	sandbox.RunHelperIfRequested() // the helper needs no keys and no config
-
 	names := keyVariables(config.Default())
 	if cfg, err := config.Load(configArg(args)); err == nil {
 		names = keyVariables(cfg)

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"meka.dev/meka/internal/sandbox/helper"
 )
 
 // Mode is how a command is confined. The zero value is the strictest.
@@ -118,9 +119,9 @@ type Spec struct {
 // guarantee returns an error matching ErrNoConfinement.
 //
 // Under Landlock the command is the current executable re-run as a helper
-// that confines itself and then executes Args, so the program must call
-// RunHelperIfRequested first thing in main (and tests that run confined
-// commands, in TestMain).
+// that confines itself and then executes Args: package helper, which this
+// package imports, does that in its init, before the rest of the program
+// initialises.
 func Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 	return hostProbe().command(ctx, spec)
 }
@@ -135,27 +136,6 @@ func KillGroup(cmd *exec.Cmd) error {
 		return err
 	}
 	return nil
-}
-
-// helperMarker is the first argument that makes the current binary the
-// confining helper instead of itself.
-const helperMarker = "__meka_sandbox"
-
-// helperSpec is what Command hands the helper, as its second argument.
-type helperSpec struct {
-	// Path is the program to execute once confined.
-	Path string `json:"path"`
-	// Writable are the canonical paths writes stay allowed beneath.
-	Writable []string `json:"writable"`
-	// Mount is set when the helper runs in namespaces of its own and
-	// binds the tree read-only itself (not under bwrap).
-	Mount bool `json:"mount,omitempty"`
-	// Protected are bound read-only over the writable paths.
-	Protected []string `json:"protected,omitempty"`
-	// Sockets are outside Unix sockets to mask.
-	Sockets []string `json:"sockets,omitempty"`
-	// Network leaves the network open: no TCP rules, no abstract scope.
-	Network bool `json:"network,omitempty"`
 }
 
 // probe is what the machine offers, injectable for tests.
@@ -276,12 +256,12 @@ func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 		switch backend {
 		case BackendLandlock:
 			exe, _ := p.executable()
-			js, err := json.Marshal(helperSpec{Path: path, Writable: writable, Mount: true,
-				Protected: protected, Sockets: sockets, Network: spec.Network})
-			if err != nil {
-				return nil, fmt.Errorf("build command: %w", err)
+			hs := helper.Spec{Path: path, Writable: writable, Mount: true,
+				Protected: protected, Sockets: sockets, Network: spec.Network}
+			if uid := os.Geteuid(); uid != 0 {
+				hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
 			}
-			cmd = exec.CommandContext(ctx, exe, append([]string{helperMarker, string(js)}, spec.Args...)...)
+			cmd = exec.CommandContext(ctx, exe, hs.Args(spec.Args)...)
 			ns = nsAll
 			if spec.Network {
 				ns = nsNoNet
@@ -292,12 +272,9 @@ func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 				dropCaps: os.Geteuid() == 0, dir: spec.Dir, path: path, args: spec.Args}
 			if backend == BackendBoth {
 				exe, _ := p.executable()
-				js, err := json.Marshal(helperSpec{Path: path, Writable: writable, Network: spec.Network})
-				if err != nil {
-					return nil, fmt.Errorf("build command: %w", err)
-				}
+				hs := helper.Spec{Path: path, Writable: writable, Network: spec.Network}
 				plan.path = exe
-				plan.args = append([]string{exe, helperMarker, string(js)}, spec.Args...)
+				plan.args = append([]string{exe}, hs.Args(spec.Args)...)
 			}
 			cmd = exec.CommandContext(ctx, bwrap, bwrapArgs(plan)...)
 		default:

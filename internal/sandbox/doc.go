@@ -6,12 +6,12 @@
 //     a symlink swapped in after the check cannot redirect them;
 //   - the confined process runner: Command builds an *exec.Cmd that runs
 //     read-only or writes only to given directories, under Landlock (by
-//     re-executing the current binary as a helper, see
-//     RunHelperIfRequested) or bubblewrap, and refuses with
+//     re-executing the current binary as a helper, see package helper)
+//     or bubblewrap, and refuses with
 //     ErrNoConfinement rather than run unconfined while claiming a mode;
 //   - the environment scrub that keeps credentials out of children;
 //   - process groups, so that a cancel kills every process a command
 //     started.
 //
-// It is a leaf package: it imports nothing from meka.
+// It is a leaf package: it imports nothing from meka but its helper.
 package sandbox

@@ -8,7 +8,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	RunHelperIfRequested()
 	if len(os.Args) > 2 && os.Args[1] == attackMarker {
 		runAttack(os.Args[2:])
 	}

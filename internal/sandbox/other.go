@@ -14,9 +14,6 @@ import (
 // where the opened file's real path cannot be verified.
 var errUnsupported = errors.New("checked file operations need Linux")
 
-// RunHelperIfRequested returns at once: the Landlock helper is Linux-only.
-func RunHelperIfRequested() {}
-
 func landlockABI() int { return 0 }
 
 type nsKind int

@@ -16,11 +16,6 @@ import (
 	"meka.dev/meka/internal/sandbox"
 )
 
-func TestMain(m *testing.M) {
-	sandbox.RunHelperIfRequested()
-	os.Exit(m.Run())
-}
-
 var testEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 
 // step is how far the fake clock moves on every reading.

@@ -21,11 +21,6 @@ import (
 	"meka.dev/meka/tool"
 )
 
-func TestMain(m *testing.M) {
-	sandbox.RunHelperIfRequested()
-	os.Exit(m.Run())
-}
-
 const testPath = "PATH=/usr/local/bin:/usr/bin:/bin"
 
 // dirs is a workspace and a directory outside it, both canonical.

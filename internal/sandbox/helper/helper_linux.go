@@ -1,0 +1,331 @@
+package helper
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+func init() {
+	args := ownArgs()
+	if len(args) < 2 || args[1] != Marker {
+		return
+	}
+	err := run(args[2:])
+	msg := "meka sandbox: " + err.Error() + "\n"
+	syscall.Write(2, []byte(msg))
+	syscall.Exit(126)
+}
+
+// ownArgs reads this process's arguments from /proc/self/cmdline: the os
+// package, which holds them, is not initialised yet. It returns nil for a
+// process that is not the helper, having read only the first bytes.
+func ownArgs() []string {
+	fd, err := syscall.Open("/proc/self/cmdline", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+		if !helperPrefix(buf) {
+			return nil
+		}
+	}
+	var args []string
+	start := 0
+	for i, c := range buf {
+		if c == 0 {
+			args = append(args, string(buf[start:i]))
+			start = i + 1
+		}
+	}
+	return args
+}
+
+// helperPrefix reports whether b, the start of the argument block, may
+// still be a helper's: its second argument is Marker.
+func helperPrefix(b []byte) bool {
+	i := 0
+	for i < len(b) && b[i] != 0 {
+		i++
+	}
+	if i == len(b) {
+		return true // the first argument has not ended yet
+	}
+	rest := b[i+1:]
+	m := Marker + "\x00"
+	if len(rest) < len(m) {
+		return string(rest) == m[:len(rest)]
+	}
+	return string(rest[:len(m)]) == m
+}
+
+// run confines this process and executes the command. In namespaces of
+// its own (Mount) it first maps its ids, binds the tree read-only, brings
+// the loopback up and drops the capabilities that could undo that; then
+// Landlock confines writes, signals and abstract sockets. Every step
+// acts on this thread (capabilities, no_new_privs and Landlock are
+// per-thread), which then executes the command.
+func run(a []string) error {
+	runtime.LockOSThread()
+	s, args, err := parse(a)
+	if err != nil {
+		return errorString("read spec: " + err.Error())
+	}
+	if s.MapIDs {
+		if err := mapIDs(s.UID, s.GID); err != nil {
+			return err
+		}
+	}
+	if s.Mount {
+		wd, err := syscall.Getwd()
+		if err != nil {
+			return wrap("read working directory", err)
+		}
+		if err := mountConfined(s); err != nil {
+			return err
+		}
+		// The working directory still names the mount under the new
+		// binds (read-only now); entering it again finds the top one.
+		if err := syscall.Chdir(wd); err != nil {
+			return wrap("enter "+wd, err)
+		}
+		if !s.Network {
+			if err := loopbackUp(); err != nil {
+				return wrap("bring lo up", err)
+			}
+		}
+		if syscall.Geteuid() == 0 {
+			err = dropCaps()
+		} else {
+			err = prctl(prCapAmbient, prCapAmbientClearAll, 0)
+		}
+		if err != nil {
+			return wrap("drop capabilities", err)
+		}
+	}
+	if err := restrict(s.Writable, s.Network); err != nil {
+		return wrap("restrict: landlock", err)
+	}
+	err = syscall.Exec(s.Path, args, syscall.Environ())
+	return wrap("execute "+s.Path, err)
+}
+
+func wrap(what string, err error) error { return errorString(what + ": " + err.Error()) }
+
+// mapIDs maps uid and gid to themselves in the user namespace this
+// process was started in. The process can: it has been dumpable since
+// its execve (meka is not), so its /proc files are its own, and it has
+// CAP_SYS_ADMIN in the namespace, whose creator had its uid.
+func mapIDs(uid, gid int) error {
+	for _, w := range [][2]string{
+		{"/proc/self/uid_map", itoa(uid) + " " + itoa(uid) + " 1\n"},
+		{"/proc/self/setgroups", "deny"},
+		{"/proc/self/gid_map", itoa(gid) + " " + itoa(gid) + " 1\n"},
+	} {
+		if err := writeFile(w[0], w[1]); err != nil {
+			return wrap("write "+w[0], err)
+		}
+	}
+	return nil
+}
+
+func writeFile(path, data string) error {
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	_, err = syscall.Write(fd, []byte(data))
+	return err
+}
+
+// Mount attributes and the syscall that sets them: mount_setattr has the
+// same number on every architecture Go supports (new syscalls share one
+// table since 5.1).
+const (
+	sysMountSetattr = 442
+	atRecursive     = 0x8000
+	mountAttrRdonly = 0x1
+	mountAttrNosuid = 0x2
+	mountAttrNodev  = 0x4
+)
+
+type mountAttr struct {
+	set, clr, propagation, usernsFD uint64
+}
+
+func setattr(path string, flags uintptr, set, clr uint64) error {
+	p, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	attr := mountAttr{set: set, clr: clr}
+	_, _, e := syscall.Syscall6(sysMountSetattr, uintptr(0xffffff9c) /* AT_FDCWD */, uintptr(unsafe.Pointer(p)),
+		flags, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// mountConfined builds the helper's view of the tree in its new mount
+// namespace: the whole tree read-only (so no mode, time, xattr or owner
+// changes outside), the writable paths read-write without devices, the
+// protected ones read-only again over them, outside sockets masked, a
+// /proc of the new PID namespace and a private /dev/shm.
+func mountConfined(s Spec) error {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return wrap("make mounts private", err)
+	}
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		return wrap("mount /proc", err)
+	}
+	for _, w := range s.Writable {
+		if err := syscall.Mount(w, w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return wrap("bind "+w, err)
+		}
+	}
+	for _, p := range s.Protected {
+		if err := syscall.Mount(p, p, "", syscall.MS_BIND, ""); err != nil {
+			return wrap("bind "+p, err)
+		}
+	}
+	under := writableUnder(s.Writable, s.Protected)
+	for _, w := range under {
+		if err := syscall.Mount(w, w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return wrap("bind "+w, err)
+		}
+	}
+	for _, k := range s.Sockets {
+		// A socket gone since it was listed needs no mask.
+		if err := syscall.Mount("/dev/null", k, "", syscall.MS_BIND, ""); err != nil && err != syscall.ENOENT {
+			return wrap("mask socket "+k, err)
+		}
+	}
+	if err := setattr("/", atRecursive, mountAttrRdonly, 0); err != nil {
+		return wrap("bind the tree read-only", err)
+	}
+	for _, w := range s.Writable {
+		err := setattr(w, atRecursive, mountAttrNodev|mountAttrNosuid, mountAttrRdonly)
+		if err == syscall.EPERM { // a mount below is read-only for good
+			err = setattr(w, 0, mountAttrNodev|mountAttrNosuid, mountAttrRdonly)
+		}
+		if err != nil {
+			return wrap("make "+w+" writable", err)
+		}
+	}
+	for _, p := range s.Protected {
+		if err := setattr(p, 0, mountAttrRdonly, 0); err != nil {
+			return wrap("make "+p+" read-only", err)
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat("/dev/shm", &st); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		if err := syscall.Mount("tmpfs", "/dev/shm", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
+			return wrap("mount /dev/shm", err)
+		}
+	}
+	return nil
+}
+
+// writableUnder returns the writable paths inside a protected one (a
+// task's temp dir in meka's data directory), bound again over it.
+func writableUnder(writable, protected []string) []string {
+	var out []string
+	for _, w := range writable {
+		for _, p := range protected {
+			if w != p && within(w, p) {
+				out = append(out, w)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// within reports whether the canonical path p lies in dir or is dir.
+func within(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
+}
+
+// loopbackUp brings lo up in the new network namespace, so a command can
+// still serve and reach itself on 127.0.0.1 (a test's server).
+func loopbackUp() error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	var ifr struct {
+		name  [syscall.IFNAMSIZ]byte
+		flags uint16
+		_     [22]byte // the rest of the union
+	}
+	copy(ifr.name[:], "lo")
+	if err := ioctl(fd, syscall.SIOCGIFFLAGS, unsafe.Pointer(&ifr)); err != nil {
+		return err
+	}
+	ifr.flags |= syscall.IFF_UP
+	return ioctl(fd, syscall.SIOCSIFFLAGS, unsafe.Pointer(&ifr))
+}
+
+func ioctl(fd int, req uintptr, arg unsafe.Pointer) error {
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), req, uintptr(arg)); e != 0 {
+		return e
+	}
+	return nil
+}
+
+const (
+	prCapbsetDrop        = 24
+	prSetNoNewPrivs      = 38
+	prCapAmbient         = 47
+	prCapAmbientClearAll = 4
+)
+
+func prctl(op, a, b uintptr) error {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, op, a, b, 0, 0, 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// keptCaps are the capabilities a confined root command keeps (the
+// bounding set the helper leaves): those that act on files it may write,
+// none that reach past the sandbox (module loading, raw I/O, reboot,
+// clock, namespaces): chown, dac_override, dac_read_search, fowner,
+// fsetid, kill, setgid, setuid.
+const keptCaps = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7
+
+// dropCaps shrinks the bounding set, so the program root executes next
+// starts with only keptCaps. The kernel's last capability is where the
+// drop first fails with EINVAL.
+func dropCaps() error {
+	for c := uintptr(0); c < 64; c++ {
+		if keptCaps&(1<<c) != 0 {
+			continue
+		}
+		if err := prctl(prCapbsetDrop, c, 0); err == syscall.EINVAL {
+			return nil
+		} else if err != nil {
+			return wrap("drop capability "+itoa(int(c)), err)
+		}
+	}
+	return nil
+}
