@@ -34,6 +34,9 @@ func edge() *model.Request {
 			{Role: model.RoleTool, Parts: model.Parts{model.ToolResult{CallID: "c", Name: "t"}}},
 			{Role: model.RoleAssistant},
 			{Role: model.RoleUser},
+			// A server that gave a call no id.
+			{Role: model.RoleAssistant, Parts: model.Parts{model.Text{Text: "x"}, model.ToolCall{Name: "t"}}},
+			{Role: model.RoleTool, Parts: model.Parts{model.ToolResult{Name: "t", Content: model.Parts{model.Text{Text: "r"}}}}},
 		},
 	}
 }
