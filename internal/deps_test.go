@@ -87,10 +87,9 @@ var allowed = map[string][]string{
 
 // exclusive names third-party packages only some meka packages may import.
 var exclusive = map[string][]string{
-	"modernc.org/sqlite":             {"internal/sqlite"},
-	"database/sql":                   {"internal/sqlite"},
-	"github.com/jackc/pgx/v5":        {"internal/postgres", "internal/postgres/pgtest"},
-	"github.com/openai/openai-go/v3": {"model/openai"},
+	"modernc.org/sqlite":      {"internal/sqlite"},
+	"database/sql":            {"internal/sqlite"},
+	"github.com/jackc/pgx/v5": {"internal/postgres", "internal/postgres/pgtest"},
 	// The MCP client, and the test server built on the same SDK.
 	"github.com/modelcontextprotocol/go-sdk": {"internal/mcp", "internal/mcp/mcptest"},
 }

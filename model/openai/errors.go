@@ -5,25 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
+	"strconv"
 	"strings"
-	"time"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"meka.dev/meka/model"
 )
 
-// classify is SDK middleware that turns an HTTP error status or a
-// connection failure into a *model.Error before the SDK sees it.
-func classify(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(req)
-	return model.ClassifyHTTP(Name, res, err, req.Context().Err(), time.Now())
-}
-
-// callError is the error a failed call reports.
+// callError is the error a failed exchange, or a failed read of its
+// reply, reports: the caller's cancellation or a watchdog's timeout as
+// such, a connection failure as a retryable *model.Error.
 func callError(ctx context.Context, err error) error {
 	var me *model.Error
 	if errors.As(err, &me) {
@@ -32,37 +22,50 @@ func callError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("call openai: %w", context.Cause(ctx))
 	}
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		return streamError(se.Event.Data)
-	}
-	var ae *openai.Error
-	if errors.As(err, &ae) {
-		// The middleware handles statuses; this is a safety net.
-		return &model.Error{Provider: Name, Status: ae.StatusCode, Body: ae.RawJSON(), Err: err}
-	}
 	if model.IsConnError(err) {
 		return &model.Error{Provider: Name, Err: err}
 	}
 	return fmt.Errorf("call openai: %w", err)
 }
 
-// streamError is an error event in a stream, {"error": {...}}. Its status
-// is the error's numeric code when it has one.
+// hasError reports an "error" member that is not null.
+func hasError(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+// streamError is an error sent in place of a reply, in a stream or as a
+// whole response: {"error": {"message", "type", "code"}}, or a bare
+// string. Its status is the code when that is an HTTP error status,
+// as OpenRouter and vLLM send it.
 func streamError(data []byte) *model.Error {
 	var ev struct {
-		Error struct {
-			Message string `json:"message"`
-			Code    any    `json:"code"`
-		} `json:"error"`
+		Error json.RawMessage `json:"error"`
 	}
 	_ = json.Unmarshal(data, &ev)
-	me := &model.Error{Provider: Name, Body: strings.TrimSpace(string(data))}
-	if code, ok := ev.Error.Code.(float64); ok && code >= 400 && code < 600 {
-		me.Status = int(code)
-	} else {
-		// No status to go by: the stream broke, as a connection does.
-		me.Err = errors.New("error event in stream: " + ev.Error.Message)
+	var e struct {
+		Message str             `json:"message"`
+		Type    str             `json:"type"`
+		Code    json.RawMessage `json:"code"`
 	}
+	if json.Unmarshal(ev.Error, &e) != nil {
+		var s string
+		_ = json.Unmarshal(ev.Error, &s)
+		e.Message = str(s)
+	}
+	me := &model.Error{Provider: Name, Body: strings.TrimSpace(string(data))}
+	code, err := strconv.ParseFloat(strings.Trim(string(e.Code), `"`), 64)
+	if err == nil && code >= 400 && code < 600 && code == float64(int(code)) {
+		me.Status = int(code)
+		return me
+	}
+	// No status to go by: the stream broke, as a connection does.
+	msg := "error event in stream"
+	if e.Type != "" {
+		msg += ": " + string(e.Type)
+	}
+	if e.Message != "" {
+		msg += ": " + string(e.Message)
+	}
+	me.Err = errors.New(msg)
 	return me
 }

@@ -8,21 +8,30 @@
 // deltas is surfaced as thinking tagged "openai", and never replayed: the
 // adapter drops every thinking part when it builds a request.
 //
-// It is the only package that imports the OpenAI SDK; no SDK type leaves
-// it. It imports only package model from meka.
+// It speaks the wire format itself (no SDK: an SDK registers every API
+// family at init and links them all, for the one endpoint meka calls): it
+// POSTs to BaseURL + /chat/completions and reads the server-sent events
+// with package sse. No wire type leaves it. It imports only packages model
+// and model/sse from meka.
 package openai
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"iter"
+	"mime"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
+	"time"
 
 	"meka.dev/meka/model"
+	"meka.dev/meka/model/sse"
 )
 
 // Name is the provider name: it tags the errors and the thinking this
@@ -49,7 +58,7 @@ type Options struct {
 	// HTTPClient defaults to http.DefaultClient.
 	HTTPClient *http.Client
 	// Retry bounds the retries of a call that failed before its first
-	// event; the SDK's own retries are off.
+	// event.
 	Retry model.Retry
 	// Timeouts bound the waits for a reply (a whole, unstreamed reply is
 	// its first token); connecting is bounded by HTTPClient's dialer.
@@ -67,7 +76,12 @@ type Options struct {
 // use.
 type Client struct {
 	opts Options
-	svc  openai.ChatCompletionService
+	// endpoint is the chat completions URL, or endpointErr why BaseURL
+	// gives none.
+	endpoint    *url.URL
+	endpointErr error
+	hc          *http.Client
+	userAgent   string
 	// maxCompletionTokens says the server is OpenAI's, which wants
 	// max_completion_tokens rather than max_tokens.
 	maxCompletionTokens bool
@@ -77,32 +91,80 @@ type Client struct {
 
 var _ model.Provider = (*Client)(nil)
 
+// maxResponse bounds a whole (unstreamed) response: far above any reply,
+// it only guards memory.
+const maxResponse = 64 << 20
+
 // New returns a client for o. It reads no environment variable: every
 // setting comes from o.
 func New(o Options) *Client {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
+	c := &Client{opts: o, userAgent: userAgent()}
+	c.endpoint, c.endpointErr = endpoint(o.BaseURL)
 	hc := o.HTTPClient
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(o.BaseURL),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-		option.WithMiddleware(classify),
-	}
-	if o.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(o.APIKey))
-	}
-	c := &Client{opts: o, svc: openai.NewChatCompletionService(opts...)}
+	c.hc = guardRedirects(hc, c.endpoint)
 	if u, err := url.Parse(o.BaseURL); err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
 		c.maxCompletionTokens = true
 		c.cacheKey = true
 	}
 	c.cacheKey = c.cacheKey || o.CacheKey
 	return c
+}
+
+// endpoint joins base and chat/completions the way a directory and a file
+// in it join, whether or not base ends in a slash; a query on base is not
+// kept.
+func endpoint(base string) (*url.URL, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("openai base URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("openai base URL %q: want an http or https URL", base)
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+		u.RawPath = ""
+	}
+	return u.Parse("chat/completions")
+}
+
+// guardRedirects returns hc refusing redirects to another origin than
+// to's, so the API key never follows a redirect to another server (or to
+// plain http); hc itself is not changed.
+func guardRedirects(hc *http.Client, to *url.URL) *http.Client {
+	if to == nil {
+		return hc
+	}
+	g := *hc
+	next := hc.CheckRedirect
+	g.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != to.Scheme || req.URL.Host != to.Host {
+			return fmt.Errorf("openai: refusing a redirect to %s://%s, another origin than %s://%s", req.URL.Scheme, req.URL.Host, to.Scheme, to.Host)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("openai: stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &g
+}
+
+// userAgent names meka, and its version when the binary was built from a
+// tagged module.
+func userAgent() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Path == "meka.dev/meka" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return "meka/" + bi.Main.Version
+	}
+	return "meka"
 }
 
 // Name reports "openai".
@@ -113,40 +175,115 @@ func (c *Client) Name() string { return Name }
 // Retry-After; once an event has been yielded, an error ends the stream.
 func (c *Client) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
 	return func(yield func(model.Event, error) bool) {
+		if c.endpointErr != nil {
+			yield(nil, c.endpointErr)
+			return
+		}
 		params, err := c.params(req)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
+		if !c.opts.NoStream {
+			params.Stream = true
+			params.StreamOptions = &streamOptions{IncludeUsage: true}
+		}
+		body, err := encode(params)
+		if err != nil {
+			yield(nil, fmt.Errorf("build openai request: %w", err))
+			return
+		}
 		c.opts.Retry.Stream(ctx, Name, c.opts.Timeouts, func(ctx context.Context, emit func(model.Event) bool) error {
-			if c.opts.NoStream {
-				return c.whole(ctx, params, emit)
+			res, err := c.post(ctx, body)
+			if err != nil {
+				return err
 			}
-			return c.stream(ctx, params, emit)
+			defer res.Body.Close()
+			// A transport need not end a blocked read when ctx ends (the
+			// HTTP/1 one does, others may not); closing the body does.
+			defer context.AfterFunc(ctx, func() { res.Body.Close() })()
+			if c.opts.NoStream || isJSON(res.Header) {
+				// Asked for whole, or a server that does not stream
+				// answered whole anyway.
+				return whole(ctx, res.Body, emit)
+			}
+			return stream(ctx, res.Body, emit)
 		})(yield)
 	}
 }
 
-// stream makes one streamed call, passing its events to emit. It returns
+// post sends one request. An error status or a connection failure comes
+// back as a *model.Error.
+func (c *Client) post(ctx context.Context, body []byte) (*http.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("call openai: %w", err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if c.opts.NoStream {
+		hr.Header.Set("Accept", "application/json")
+	} else {
+		hr.Header.Set("Accept", "text/event-stream")
+	}
+	hr.Header.Set("User-Agent", c.userAgent)
+	if c.opts.APIKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+	res, err := c.hc.Do(hr)
+	res, err = model.ClassifyHTTP(Name, res, err, ctx.Err(), time.Now())
+	if err != nil {
+		return nil, callError(ctx, err)
+	}
+	return res, nil
+}
+
+func isJSON(h http.Header) bool {
+	t, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && t == "application/json"
+}
+
+// done is the data of the event that ends a stream.
+var done = []byte("[DONE]")
+
+// stream reads one streamed reply, passing its events to emit. It returns
 // nil when emit asks to stop.
-func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewParams, emit func(model.Event) bool) error {
-	params.StreamOptions.IncludeUsage = openai.Bool(true)
-	s := c.svc.NewStreaming(ctx, params)
-	defer s.Close()
+func stream(ctx context.Context, body io.Reader, emit func(model.Event) bool) error {
 	a := assembler{emit: emit}
-	for s.Next() {
-		if ctx.Err() != nil {
-			break // s.Err is not bound to notice: the body may be buffered
+	r := sse.NewReader(body)
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			// Some servers end with the finish reason and no [DONE];
+			// response says whether the reply was whole.
+			break
 		}
-		if !a.chunk(s.Current()) {
+		if err != nil {
+			return callError(ctx, err)
+		}
+		switch ev.Type {
+		case "", "message":
+		case "error":
+			return streamError(ev.Data)
+		default:
+			continue // not an event of Chat Completions
+		}
+		if bytes.HasPrefix(ev.Data, done) {
+			break
+		}
+		var ck completion
+		if err := json.Unmarshal(ev.Data, &ck); err != nil {
+			return fmt.Errorf("read openai stream: event %s: %w", model.Cap(string(ev.Data), 200), err)
+		}
+		if hasError(ck.Error) {
+			return streamError(ev.Data)
+		}
+		if !a.chunk(&ck) {
 			return nil
 		}
 	}
 	if ctx.Err() != nil {
+		// The body was closed under the reader, which may look like its end.
 		return callError(ctx, ctx.Err())
-	}
-	if err := s.Err(); err != nil {
-		return callError(ctx, err)
 	}
 	resp, err := a.response()
 	if err != nil {
@@ -156,14 +293,24 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 	return nil
 }
 
-// whole makes one call for a whole response and replays it as events.
-func (c *Client) whole(ctx context.Context, params openai.ChatCompletionNewParams, emit func(model.Event) bool) error {
-	cc, err := c.svc.New(ctx, params)
+// whole reads one whole response and replays it as events.
+func whole(ctx context.Context, body io.Reader, emit func(model.Event) bool) error {
+	data, err := io.ReadAll(io.LimitReader(body, maxResponse+1))
 	if err != nil {
 		return callError(ctx, err)
 	}
+	if len(data) > maxResponse {
+		return fmt.Errorf("read openai response: longer than %d bytes", maxResponse)
+	}
+	var cc completion
+	if err := json.Unmarshal(data, &cc); err != nil {
+		return fmt.Errorf("read openai response: %w: %s", err, model.Cap(string(data), 200))
+	}
+	if hasError(cc.Error) {
+		return streamError(data)
+	}
 	a := assembler{emit: emit}
-	if !a.completion(cc) {
+	if !a.completion(&cc) {
 		return nil
 	}
 	resp, err := a.response()

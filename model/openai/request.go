@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/shared"
-
 	"meka.dev/meka/model"
 )
 
@@ -19,15 +16,15 @@ import (
 var ErrBadRequest = errors.New("bad request")
 
 // params translates req to the wire.
-func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, error) {
-	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(c.opts.Model)}
+func (c *Client) params(req *model.Request) (*chatRequest, error) {
+	p := &chatRequest{Model: c.opts.Model}
 	if req.System != "" {
-		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+		p.Messages = append(p.Messages, message{Content: req.System, Role: "system"})
 	}
 	for i, m := range req.Messages {
 		msgs, err := messages(m, req.Vision)
 		if err != nil {
-			return p, fmt.Errorf("build openai request: message %d: %w", i, err)
+			return nil, fmt.Errorf("build openai request: message %d: %w", i, err)
 		}
 		p.Messages = append(p.Messages, msgs...)
 	}
@@ -37,32 +34,32 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 	if len(req.Context) > 0 {
 		u, err := userMessage(req.Context, req.Vision)
 		if err != nil {
-			return p, fmt.Errorf("build openai request: context: %w", err)
+			return nil, fmt.Errorf("build openai request: context: %w", err)
 		}
 		p.Messages = append(p.Messages, u)
 	}
 	if req.CacheKey != "" && c.cacheKey {
-		p.PromptCacheKey = openai.String(req.CacheKey)
+		p.PromptCacheKey = req.CacheKey
 	}
 	for _, t := range req.Tools {
-		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{}}}
-		if t.Description != "" {
-			fn.Description = openai.String(t.Description)
-		}
+		fn := toolFunction{Name: t.Name, Description: t.Description, Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
 		if len(t.Parameters) > 0 {
 			var schema map[string]any
 			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
-				return p, fmt.Errorf("build openai request: tool %s: decode parameters: %w", t.Name, err)
+				return nil, fmt.Errorf("build openai request: tool %s: decode parameters: %w", t.Name, err)
 			}
-			fn.Parameters = schema
+			fn.Parameters = nil // a JSON null schema is omitted
+			if schema != nil {
+				fn.Parameters = schema
+			}
 		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
+		p.Tools = append(p.Tools, tool{Function: fn, Type: "function"})
 	}
 	if n := cmp.Or(req.MaxOutputTokens, c.opts.MaxOutputTokens); n > 0 {
 		if c.maxCompletionTokens {
-			p.MaxCompletionTokens = openai.Int(int64(n))
+			p.MaxCompletionTokens = n
 		} else {
-			p.MaxTokens = openai.Int(int64(n))
+			p.MaxTokens = n
 		}
 	}
 	return p, nil
@@ -71,66 +68,66 @@ func (c *Client) params(req *model.Request) (openai.ChatCompletionNewParams, err
 // messages translates one message; a tool message becomes one "tool"
 // message per result, and a user message carrying their images when the
 // model sees images, since a tool message holds only text.
-func messages(m model.Message, vision bool) ([]openai.ChatCompletionMessageParamUnion, error) {
+func messages(m model.Message, vision bool) ([]message, error) {
 	switch m.Role {
 	case model.RoleUser:
 		u, err := userMessage(m.Parts, vision)
 		if err != nil {
 			return nil, err
 		}
-		return []openai.ChatCompletionMessageParamUnion{u}, nil
+		return []message{u}, nil
 	case model.RoleAssistant:
 		a, err := assistantMessage(m.Parts)
 		if err != nil {
 			return nil, err
 		}
-		return []openai.ChatCompletionMessageParamUnion{a}, nil
+		return []message{a}, nil
 	case model.RoleTool:
 		return toolMessages(m.Parts, vision)
 	}
 	return nil, fmt.Errorf("%w: unknown role %q", ErrBadRequest, m.Role)
 }
 
-func userMessage(parts model.Parts, vision bool) (openai.ChatCompletionMessageParamUnion, error) {
-	var content []openai.ChatCompletionContentPartUnionParam
+func userMessage(parts model.Parts, vision bool) (message, error) {
+	var content []any
 	var texts []string
 	images := false
 	for _, p := range parts {
 		switch p := p.(type) {
 		case model.Text:
 			texts = append(texts, p.Text)
-			content = append(content, openai.TextContentPart(p.Text))
+			content = append(content, textPart{Text: p.Text, Type: "text"})
 		case model.Resource:
 			texts = append(texts, p.PromptText())
-			content = append(content, openai.TextContentPart(p.PromptText()))
+			content = append(content, textPart{Text: p.PromptText(), Type: "text"})
 		case model.Image:
 			if !vision {
 				texts = append(texts, p.Placeholder())
-				content = append(content, openai.TextContentPart(p.Placeholder()))
+				content = append(content, textPart{Text: p.Placeholder(), Type: "text"})
 				continue
 			}
 			images = true
-			content = append(content, imagePart(p))
+			content = append(content, imageContent(p))
 		case model.Thinking:
 			// Never sent: only the provider that made it may read it.
 		default:
-			return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("%w: a user message cannot carry a %T", ErrBadRequest, p)
+			return message{}, fmt.Errorf("%w: a user message cannot carry a %T", ErrBadRequest, p)
 		}
 	}
 	if images {
-		return openai.UserMessage(content), nil
+		return message{Content: content, Role: "user"}, nil
 	}
 	// Plain string content is what every compatible server understands.
-	return openai.UserMessage(strings.Join(texts, "\n")), nil
+	return message{Content: strings.Join(texts, "\n"), Role: "user"}, nil
 }
 
-func imagePart(img model.Image) openai.ChatCompletionContentPartUnionParam {
+func imageContent(img model.Image) imagePart {
 	url := "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
-	return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url})
+	return imagePart{ImageURL: imageURL{URL: url}, Type: "image_url"}
 }
 
-func assistantMessage(parts model.Parts) (openai.ChatCompletionMessageParamUnion, error) {
-	var a openai.ChatCompletionAssistantMessageParam
+func assistantMessage(parts model.Parts) (message, error) {
+	a := message{Role: "assistant"}
 	var texts []string
 	for _, p := range parts {
 		switch p := p.(type) {
@@ -144,28 +141,24 @@ func assistantMessage(parts model.Parts) (openai.ChatCompletionMessageParamUnion
 			// Dropped: OpenAI takes no reasoning back, and thinking from
 			// another provider must never reach this one.
 		case model.ToolCall:
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID: p.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-						Name:      p.Name,
-						Arguments: string(model.ToolArguments(string(p.Arguments))),
-					},
-				},
+			a.ToolCalls = append(a.ToolCalls, toolCall{
+				ID:       p.ID,
+				Function: callFunction{Name: p.Name, Arguments: string(model.ToolArguments(string(p.Arguments)))},
+				Type:     "function",
 			})
 		default:
-			return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("%w: an assistant message cannot carry a %T", ErrBadRequest, p)
+			return message{}, fmt.Errorf("%w: an assistant message cannot carry a %T", ErrBadRequest, p)
 		}
 	}
 	if len(texts) > 0 || len(a.ToolCalls) == 0 {
-		a.Content.OfString = openai.String(strings.Join(texts, "\n"))
+		a.Content = strings.Join(texts, "\n")
 	}
-	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	return a, nil
 }
 
-func toolMessages(parts model.Parts, vision bool) ([]openai.ChatCompletionMessageParamUnion, error) {
-	var out []openai.ChatCompletionMessageParamUnion
-	var images []openai.ChatCompletionContentPartUnionParam
+func toolMessages(parts model.Parts, vision bool) ([]message, error) {
+	var out []message
+	var images []any
 	for _, p := range parts {
 		r, ok := p.(model.ToolResult)
 		if !ok {
@@ -188,16 +181,16 @@ func toolMessages(parts model.Parts, vision bool) ([]openai.ChatCompletionMessag
 				}
 				texts = append(texts, "[image attached in the next message]")
 				images = append(images,
-					openai.TextContentPart(fmt.Sprintf("Image from the result of tool call %s (%s):", r.CallID, r.Name)),
-					imagePart(c))
+					textPart{Text: fmt.Sprintf("Image from the result of tool call %s (%s):", r.CallID, r.Name), Type: "text"},
+					imageContent(c))
 			default:
 				return nil, fmt.Errorf("%w: a tool result cannot carry a %T", ErrBadRequest, c)
 			}
 		}
-		out = append(out, openai.ToolMessage(strings.Join(texts, "\n"), r.CallID))
+		out = append(out, message{Content: strings.Join(texts, "\n"), ToolCallID: &r.CallID, Role: "tool"})
 	}
 	if len(images) > 0 {
-		out = append(out, openai.UserMessage(images))
+		out = append(out, message{Content: images, Role: "user"})
 	}
 	return out, nil
 }

@@ -1,12 +1,9 @@
 package openai
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"strings"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/respjson"
 
 	"meka.dev/meka/model"
 )
@@ -33,37 +30,37 @@ type call struct {
 
 // chunk takes one streamed chunk; it returns false when emit asked to
 // stop.
-func (a *assembler) chunk(c openai.ChatCompletionChunk) bool {
+func (a *assembler) chunk(c *completion) bool {
 	if c.Model != "" {
-		a.model = c.Model
+		a.model = string(c.Model)
 	}
-	if c.JSON.Usage.Valid() {
+	if c.Usage != nil {
 		a.setUsage(c.Usage)
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue // meka never asks for n > 1
 		}
-		d := ch.Delta
-		if s := reasoning(d.JSON.ExtraFields); s != "" && !a.addThinking(s) {
+		d := &ch.Delta
+		if s := d.reasoning(); s != "" && !a.addThinking(s) {
 			return false
 		}
-		if d.Content != "" && !a.addText(d.Content) {
+		if d.Content != "" && !a.addText(string(d.Content)) {
 			return false
 		}
 		if d.Refusal != "" {
 			a.refused = true
-			if !a.addText(d.Refusal) {
+			if !a.addText(string(d.Refusal)) {
 				return false
 			}
 		}
 		for _, tc := range d.ToolCalls {
-			if !a.addCall(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments) {
+			if !a.addCall(int64(tc.Index), string(tc.ID), string(tc.Function.Name), string(tc.Function.Arguments)) {
 				return false
 			}
 		}
 		if ch.FinishReason != "" {
-			a.finish = ch.FinishReason
+			a.finish = string(ch.FinishReason)
 		}
 	}
 	return true
@@ -71,54 +68,42 @@ func (a *assembler) chunk(c openai.ChatCompletionChunk) bool {
 
 // completion takes a whole response; it returns false when emit asked to
 // stop.
-func (a *assembler) completion(cc *openai.ChatCompletion) bool {
-	a.model = cc.Model
-	if cc.JSON.Usage.Valid() {
+func (a *assembler) completion(cc *completion) bool {
+	a.model = string(cc.Model)
+	if cc.Usage != nil {
 		a.setUsage(cc.Usage)
 	}
 	for _, ch := range cc.Choices {
 		if ch.Index != 0 {
 			continue
 		}
-		m := ch.Message
-		if s := reasoning(m.JSON.ExtraFields); s != "" && !a.addThinking(s) {
+		m := &ch.Message
+		if s := m.reasoning(); s != "" && !a.addThinking(s) {
 			return false
 		}
-		if m.Content != "" && !a.addText(m.Content) {
+		if m.Content != "" && !a.addText(string(m.Content)) {
 			return false
 		}
 		if m.Refusal != "" {
 			a.refused = true
-			if !a.addText(m.Refusal) {
+			if !a.addText(string(m.Refusal)) {
 				return false
 			}
 		}
 		for i, tc := range m.ToolCalls {
-			if !a.addCall(int64(i), tc.ID, tc.Function.Name, tc.Function.Arguments) {
+			if !a.addCall(int64(i), string(tc.ID), string(tc.Function.Name), string(tc.Function.Arguments)) {
 				return false
 			}
 		}
-		a.finish = ch.FinishReason
+		a.finish = string(ch.FinishReason)
 	}
 	return true
 }
 
 // reasoning is the reasoning text an OpenAI-compatible server put in a
-// delta or message: reasoning_content (vLLM, llama.cpp, DeepSeek) or
-// reasoning (Ollama, OpenRouter).
-func reasoning(extra map[string]respjson.Field) string {
-	for _, k := range []string{"reasoning_content", "reasoning"} {
-		// Fields the SDK does not know are never Valid; Raw still holds them.
-		f, ok := extra[k]
-		if !ok {
-			continue
-		}
-		var s string
-		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-			return s
-		}
-	}
-	return ""
+// delta or message, under either name.
+func (m *respMessage) reasoning() string {
+	return string(cmp.Or(m.ReasoningContent, m.Reasoning))
 }
 
 func (a *assembler) addThinking(s string) bool {
@@ -164,7 +149,7 @@ func (a *assembler) addCall(index int64, id, name, args string) bool {
 	return a.emit(ev)
 }
 
-func (a *assembler) setUsage(u openai.CompletionUsage) {
+func (a *assembler) setUsage(u *usage) {
 	cached := u.PromptTokensDetails.CachedTokens
 	written := u.PromptTokensDetails.CacheWriteTokens
 	a.usage = model.Usage{
