@@ -33,9 +33,9 @@ func hasError(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(raw) != "null"
 }
 
-// streamError is an error sent in place of a reply, in a stream or as a
-// whole response: {"error": {"message", "type", "code"}}, or a bare
-// string. Its status is the code when that is an HTTP error status,
+// streamError is an error sent in place of a reply, in a stream (alone
+// or in a chunk) or as a whole response: {"error": {"message", "type",
+// "code"}}, or a bare string. Its status is the code when that is an HTTP error status,
 // as OpenRouter and vLLM send it.
 func streamError(data []byte) *model.Error {
 	var ev struct {
@@ -52,7 +52,13 @@ func streamError(data []byte) *model.Error {
 		_ = json.Unmarshal(ev.Error, &s)
 		e.Message = str(s)
 	}
-	me := &model.Error{Provider: Name, Body: strings.TrimSpace(string(data))}
+	// The body is the error alone, as an error status carries it, without
+	// the rest of a chunk that some servers send it in.
+	body := strings.TrimSpace(string(data))
+	if hasError(ev.Error) {
+		body = `{"error":` + string(ev.Error) + `}`
+	}
+	me := &model.Error{Provider: Name, Body: body}
 	code, err := strconv.ParseFloat(strings.Trim(string(e.Code), `"`), 64)
 	if err == nil && code >= 400 && code < 600 && code == float64(int(code)) {
 		me.Status = int(code)

@@ -26,7 +26,9 @@ func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // FuzzStream feeds the stream decoder whatever a server might send: it
-// must not panic, and what it assembles must be storable.
+// must not panic, what it assembles must be storable, and the response
+// must be what its deltas add up to. The seed corpus in
+// testdata/fuzz/FuzzStream holds the recorded streams of testdata/streams.
 func FuzzStream(f *testing.F) {
 	sc, err := modeltestScript()
 	if err != nil {
@@ -41,12 +43,53 @@ func FuzzStream(f *testing.F) {
 	f.Add("data: not json\n\n")
 	f.Fuzz(func(t *testing.T, body string) {
 		c := openai.New(openai.Options{BaseURL: "http://fuzz.invalid", HTTPClient: &http.Client{Transport: bodyTransport(body)}, Retry: model.Retry{Attempts: 1}})
-		resp, err := model.Collect(c.Stream(t.Context(), hello()), nil)
+		var text, thinking strings.Builder
+		args := map[int]*strings.Builder{}
+		completed := 0
+		resp, err := model.Collect(c.Stream(t.Context(), hello()), func(ev model.Event) {
+			switch ev := ev.(type) {
+			case model.TextDelta:
+				text.WriteString(ev.Text)
+			case model.ThinkingDelta:
+				thinking.WriteString(ev.Text)
+			case model.ToolCallDelta:
+				if args[ev.Index] == nil {
+					args[ev.Index] = &strings.Builder{}
+				}
+				args[ev.Index].WriteString(ev.Arguments)
+			case model.Completed:
+				completed++
+			}
+		})
 		if err != nil {
+			if completed != 0 {
+				t.Fatalf("failed with %v after a Completed event", err)
+			}
 			return
 		}
 		if _, err := resp.Message.Parts.MarshalJSON(); err != nil {
 			t.Fatalf("assembled a message that cannot be stored: %v", err)
+		}
+		if resp.Message.Text() != text.String() {
+			t.Fatalf("text %q, deltas add up to %q", resp.Message.Text(), text.String())
+		}
+		var th string
+		if len(resp.Message.Parts) > 0 {
+			if p, ok := resp.Message.Parts[0].(model.Thinking); ok {
+				th = p.Text
+			}
+		}
+		if th != thinking.String() {
+			t.Fatalf("thinking %q, deltas add up to %q", th, thinking.String())
+		}
+		for i, call := range resp.Message.ToolCalls() {
+			var sent string
+			if args[i] != nil {
+				sent = args[i].String()
+			}
+			if want := model.ToolArguments(sent); string(call.Arguments) != string(want) {
+				t.Fatalf("call %d arguments %s, deltas add up to %s", i, call.Arguments, want)
+			}
 		}
 	})
 }
