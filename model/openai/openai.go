@@ -26,7 +26,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -81,7 +80,6 @@ type Client struct {
 	endpoint    *url.URL
 	endpointErr error
 	hc          *http.Client
-	userAgent   string
 	// maxCompletionTokens says the server is OpenAI's, which wants
 	// max_completion_tokens rather than max_tokens.
 	maxCompletionTokens bool
@@ -101,7 +99,7 @@ func New(o Options) *Client {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	c := &Client{opts: o, userAgent: userAgent()}
+	c := &Client{opts: o}
 	c.endpoint, c.endpointErr = endpoint(o.BaseURL)
 	hc := o.HTTPClient
 	if hc == nil {
@@ -158,14 +156,8 @@ func guardRedirects(hc *http.Client, to *url.URL) *http.Client {
 	return &g
 }
 
-// userAgent names meka, and its version when the binary was built from a
-// tagged module.
-func userAgent() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Path == "meka.dev/meka" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return "meka/" + bi.Main.Version
-	}
-	return "meka"
-}
+// userAgent names meka to the API and to the proxies in between.
+const userAgent = "meka"
 
 // Name reports "openai".
 func (c *Client) Name() string { return Name }
@@ -225,7 +217,7 @@ func (c *Client) post(ctx context.Context, body []byte) (*http.Response, error) 
 	} else {
 		hr.Header.Set("Accept", "text/event-stream")
 	}
-	hr.Header.Set("User-Agent", c.userAgent)
+	hr.Header.Set("User-Agent", userAgent)
 	if c.opts.APIKey != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}
@@ -252,6 +244,10 @@ func stream(ctx context.Context, body io.Reader, emit func(model.Event) bool) er
 	r := sse.NewReader(body)
 	for {
 		ev, err := r.Next()
+		if ctx.Err() != nil {
+			// A buffered body may still yield events after a cancel.
+			return callError(ctx, ctx.Err())
+		}
 		if err == io.EOF {
 			// Some servers end with the finish reason and no [DONE];
 			// response says whether the reply was whole.
@@ -280,10 +276,6 @@ func stream(ctx context.Context, body io.Reader, emit func(model.Event) bool) er
 		if !a.chunk(&ck) {
 			return nil
 		}
-	}
-	if ctx.Err() != nil {
-		// The body was closed under the reader, which may look like its end.
-		return callError(ctx, ctx.Err())
 	}
 	resp, err := a.response()
 	if err != nil {

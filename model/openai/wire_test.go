@@ -36,8 +36,8 @@ func TestHeaders(t *testing.T) {
 				t.Errorf("%s = %q, want %q", k, got, want)
 			}
 		}
-		if ua := h.Get("User-Agent"); ua != "meka" && !strings.HasPrefix(ua, "meka/") {
-			t.Errorf("User-Agent = %q, want meka's", ua)
+		if ua := h.Get("User-Agent"); ua != "meka" {
+			t.Errorf("User-Agent = %q, want meka", ua)
 		}
 		for k := range h {
 			if strings.HasPrefix(k, "X-Stainless") || strings.HasPrefix(k, "Openai") {

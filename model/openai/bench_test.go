@@ -1,0 +1,39 @@
+package openai_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"meka.dev/meka/model"
+	"meka.dev/meka/model/modeltest"
+	"meka.dev/meka/model/openai"
+	"meka.dev/meka/model/script"
+)
+
+// BenchmarkStream is one streamed reply of reasoning, text and two tool
+// calls, request encoding included, with no network in between.
+func BenchmarkStream(b *testing.B) {
+	words := strings.Repeat("streamed words ", 140)
+	sc, err := script.Parse([]byte(`{"rounds":[{"thinking":"` + words + `","text":"` + words + `","tool_calls":[
+		{"id":"c1","name":"read","arguments":{"path":"a/b/c.go","limit":200}},
+		{"id":"c2","name":"edit","arguments":{"path":"a/b/c.go","old":"` + words[:400] + `","new":"x"}}],
+		"usage":{"input_tokens":100,"output_tokens":900,"cache_read_tokens":4000}}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	modeltest.NewHandler(sc).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions",
+		strings.NewReader(`{"model":"m","stream":true,"stream_options":{"include_usage":true}}`)))
+	body := bodyTransport(rec.Body.String())
+	c := openai.New(openai.Options{BaseURL: "http://bench.invalid", Model: "m", HTTPClient: &http.Client{Transport: body}})
+	req := conversation(true)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := model.Collect(c.Stream(b.Context(), req), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
