@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/plan"
@@ -29,6 +30,9 @@ func runPlain(ctx context.Context, s Session, opts Options) (Session, error) {
 	unsub := func() {}
 	asking := &plainAsk{}
 	lines := make(chan string)
+	// The questions read the reader's channel itself; the loop's copy
+	// becomes nil at the end of input.
+	input := lines
 	attach := func(s Session) {
 		unsub = s.Subscribe(pr.event)
 		s.SetAsker(permission.AskerFunc(func(ctx context.Context, req permission.Request) (permission.Decision, error) {
@@ -38,13 +42,23 @@ func runPlain(ctx context.Context, s Session, opts Options) (Session, error) {
 				pr.line(fmt.Sprintf("(%s denied: approvals need a terminal; raise the level with /permission)", req.Tool))
 				return permission.Deny, nil
 			}
-			return asking.ask(ctx, pr, lines, req)
+			return asking.ask(ctx, pr, input, req)
 		}))
+		// Not at a terminal nobody answers an MCP server's request for
+		// input: the session declines it with a notice.
+		if e, ok := s.(elicitor); ok && opts.Ask {
+			e.SetElicitor(host.ElicitorFunc(func(ctx context.Context, el host.Elicitation) (host.ElicitResult, error) {
+				return asking.elicit(ctx, pr, input, el)
+			}))
+		}
 	}
 	attach(s)
 	defer func() {
 		unsub()
 		s.SetAsker(nil)
+		if e, ok := s.(elicitor); ok {
+			e.SetElicitor(nil)
+		}
 	}()
 	maxLine := opts.MaxLine
 	if maxLine <= 0 {
@@ -255,44 +269,62 @@ func (p *plainPrinter) event(ev agent.Event) {
 	}
 }
 
-// plainAsk puts approvals to a person at a terminal in line mode: the
-// question is a line, the next line read is the answer.
+// plainAsk puts approvals and MCP elicitations to a person at a terminal
+// in line mode: each question is a line, the next line read its answer.
 type plainAsk struct {
-	mu      sync.Mutex  // guards pending
-	pending chan string // the open question's answer, nil when none
-	one     sync.Mutex  // one question at a time
+	mu sync.Mutex // guards pending and keep
+	// pending takes the lines the loop reads while a question is open;
+	// nil when none is. keep holds it open after a line, for the several
+	// questions of an elicitation.
+	pending chan string
+	keep    bool
+	one     sync.Mutex // one exchange at a time
 }
 
-// ask prints the question and waits for the answer: from the reader
-// directly while a typed turn holds the main loop, or through answer
-// when the loop read it. No answer, or any but y, a or d, is deny.
+// open opens the channel the loop's lines go to while questions are
+// asked; close closes it.
+func (p *plainAsk) open(keep bool) chan string {
+	ch := make(chan string, 16)
+	p.mu.Lock()
+	p.pending, p.keep = ch, keep
+	p.mu.Unlock()
+	return ch
+}
+
+func (p *plainAsk) close() {
+	p.mu.Lock()
+	p.pending = nil
+	p.mu.Unlock()
+}
+
+// next prints a question and waits for its answer: from the reader
+// directly while a typed turn holds the main loop, or through answer when
+// the loop read it. ok is false at the end of input or of ctx.
+func (p *plainAsk) next(ctx context.Context, pr *plainPrinter, q chan string, lines <-chan string, question string) (string, bool) {
+	pr.line(question)
+	select {
+	case <-ctx.Done():
+		return "", false
+	case l := <-q:
+		return l, true
+	case l, ok := <-lines:
+		return l, ok
+	}
+}
+
+// ask puts an approval. No answer, or any but y, a or d, is deny.
 func (p *plainAsk) ask(ctx context.Context, pr *plainPrinter, lines <-chan string, req permission.Request) (permission.Decision, error) {
 	p.one.Lock()
 	defer p.one.Unlock()
-	ch := make(chan string, 1)
-	p.mu.Lock()
-	p.pending = ch
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.pending = nil
-		p.mu.Unlock()
-	}()
+	q := p.open(false)
+	defer p.close()
 	title := req.Title
 	if req.SubAgent != "" {
 		title = req.SubAgent + ": " + title
 	}
-	pr.line(fmt.Sprintf("Allow %s? [y/N/a/d] (y once, a always, d never)", oneLine(title)))
-	var reply string
-	select {
-	case <-ctx.Done():
+	reply, ok := p.next(ctx, pr, q, lines, fmt.Sprintf("Allow %s? [y/N/a/d] (y once, a always, d never)", oneLine(title)))
+	if !ok {
 		return permission.Deny, nil
-	case reply = <-ch:
-	case l, ok := <-lines:
-		if !ok {
-			return permission.Deny, nil
-		}
-		reply = l
 	}
 	d := map[string]permission.Decision{"y": permission.Allow, "yes": permission.Allow,
 		"a": permission.AlwaysAllow, "d": permission.AlwaysDeny}[strings.ToLower(strings.TrimSpace(reply))]
@@ -302,14 +334,20 @@ func (p *plainAsk) ask(ctx context.Context, pr *plainPrinter, lines <-chan strin
 }
 
 // answer hands a line to the open question, reporting whether there was
-// one.
+// one to take it.
 func (p *plainAsk) answer(l string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pending == nil {
 		return false
 	}
-	p.pending <- l
-	p.pending = nil
+	select {
+	case p.pending <- l:
+	default:
+		return false // answers typed far ahead of the questions
+	}
+	if !p.keep {
+		p.pending = nil
+	}
 	return true
 }

@@ -108,6 +108,16 @@ func New(o Options) *sdk.Server {
 			js, _ := json.Marshal(res.Content)
 			return text(res.Action + " " + string(js)), nil
 		})
+	s.AddTool(&sdk.Tool{Name: "survey", Description: "Ask the user a form with a field of each kind.", InputSchema: obj(``)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			res, ok := req.Params.InputResponses["q"].(*sdk.ElicitResult)
+			if !ok {
+				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"q": &sdk.ElicitParams{Mode: "form",
+					Message: "Tell us about you.", RequestedSchema: json.RawMessage(SurveySchema)}}}, nil
+			}
+			js, _ := json.Marshal(res.Content)
+			return text(res.Action + " " + string(js)), nil
+		})
 	s.AddTool(&sdk.Tool{Name: "grow", Description: "Adds the tool added.", InputSchema: obj(``)},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			s.AddTool(&sdk.Tool{Name: "added", Description: "Added later.", InputSchema: obj(``)},
@@ -139,6 +149,18 @@ func New(o Options) *sdk.Server {
 		})
 	return s
 }
+
+// SurveySchema is the form the survey tool asks: a field of each kind
+// elicitation allows.
+const SurveySchema = `{"type":"object","properties":{` +
+	`"name":{"type":"string","title":"Name","description":"What to call you","minLength":2},` +
+	`"age":{"type":"integer","minimum":0,"maximum":150},` +
+	`"color":{"type":"string","enum":["red","green","blue"],"default":"blue"},` +
+	`"size":{"type":"string","oneOf":[{"const":"s","title":"Small"},{"const":"l","title":"Large"}]},` +
+	`"tags":{"type":"array","items":{"type":"string","enum":["a","b","c"]},"maxItems":2},` +
+	`"height":{"type":"number","description":"In metres"},` +
+	`"news":{"type":"boolean","title":"Newsletter"}},` +
+	`"required":["name","age"]}`
 
 // Handler serves s over streamable HTTP.
 func Handler(s *sdk.Server) http.Handler {
