@@ -17,11 +17,10 @@ import (
 // error text is far shorter, so this only guards memory.
 const maxErrorBody = 1 << 20
 
-// ClassifyHTTP is what every adapter's SDK middleware does with the
-// outcome of one HTTP exchange, so that the provider's text and its
-// Retry-After survive whole whatever the SDK would make of them: a
-// connection failure (unless ctxErr says the caller gave up) and an error
-// status become an *Error; anything else passes through.
+// ClassifyHTTP is what every adapter does with the outcome of one HTTP
+// exchange, so that the provider's text and its Retry-After survive
+// whole: a connection failure (unless ctxErr says the caller gave up) and
+// an error status become an *Error; anything else passes through.
 func ClassifyHTTP(provider string, res *http.Response, err, ctxErr error, now time.Time) (*http.Response, error) {
 	if err != nil {
 		if ctxErr == nil && IsConnError(err) {
