@@ -54,7 +54,9 @@ type Options struct {
 	// to the server. OpenAI itself is sent max_completion_tokens, every
 	// other server the max_tokens they all understand.
 	MaxOutputTokens int
-	// HTTPClient defaults to http.DefaultClient.
+	// HTTPClient defaults to http.DefaultClient. Requests go through a
+	// copy that refuses a redirect to another origin, so the key stays
+	// with the server it is for.
 	HTTPClient *http.Client
 	// Retry bounds the retries of a call that failed before its first
 	// event.
