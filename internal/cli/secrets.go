@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -19,7 +20,8 @@ var hiddenKeys struct {
 // HideKeys takes the provider key variables (the defaults and those the
 // config file's profiles name) out of meka's environment, including the
 // block /proc/<pid>/environ shows, and keeps them in memory for Main's
-// profiles: no child of meka, at any level, can read them there. The
+// profiles: no child of meka, at any level, can read them there. Then it
+// makes meka undumpable, so no child reads its memory either. The
 // meka binary calls it before Main; Main driven in-process by tests
 // reads the environment as it is.
 func HideKeys(args []string) error {
@@ -31,7 +33,9 @@ func HideKeys(args []string) error {
 	hiddenKeys.mu.Lock()
 	hiddenKeys.values = values
 	hiddenKeys.mu.Unlock()
-	return err
+	// After HideEnv, which writes through /proc/self/mem: from here the
+	// keys in memory are out of a child's reach too.
+	return errors.Join(err, sandbox.Undumpable())
 }
 
 // configArg finds the config file as loadConfig would, before flags are

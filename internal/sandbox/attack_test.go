@@ -98,6 +98,34 @@ func attack(op string, args []string) error {
 			return fmt.Errorf("empty")
 		}
 		return err
+	case "mem":
+		// A readable mapping's first bytes, through /proc/<pid>/mem.
+		maps, err := os.ReadFile("/proc/" + arg(0) + "/maps")
+		if err != nil {
+			return err
+		}
+		var start uint64
+		for line := range strings.Lines(string(maps)) {
+			f := strings.Fields(line)
+			if len(f) > 1 && strings.HasPrefix(f[1], "r") {
+				lo, _, _ := strings.Cut(f[0], "-")
+				start, err = strconv.ParseUint(lo, 16, 64)
+				if err != nil {
+					return err
+				}
+				break
+			}
+		}
+		f, err := os.Open("/proc/" + arg(0) + "/mem")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = f.ReadAt(make([]byte, 16), int64(start))
+		return err
+	case "fds":
+		_, err := os.ReadDir("/proc/" + arg(0) + "/fd")
+		return err
 	case "env":
 		var leaked []string
 		for _, kv := range os.Environ() {
@@ -143,6 +171,9 @@ type attackRow struct {
 	args func(f *fixture) []string
 	// read, workspace, unrestricted are the expected outcomes.
 	read, workspace, unrestricted verdict
+	// rootUnrestricted, when set, replaces unrestricted for a suite run
+	// as root.
+	rootUnrestricted verdict
 	// received, for UDP, judges by what the listener got, not the sender.
 	received bool
 	// detail shows the attack's own words in the table.
@@ -168,7 +199,12 @@ var attackRows = []attackRow{
 	{name: "unix socket in workspace", args: func(f *fixture) []string { return []string{"unix", f.wsSock} }, read: "denied", workspace: "ok", unrestricted: "ok"},
 	{name: "abstract unix socket", args: func(f *fixture) []string { return []string{"abstract", f.abstract} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "env: 25 planted secrets", args: func(f *fixture) []string { return []string{"env"} }, read: "denied", workspace: "denied", unrestricted: "any", detail: true},
-	{name: "/proc/<meka>/environ", args: func(f *fixture) []string { return []string{"environ", fmt.Sprintf("/proc/%d/environ", os.Getpid())} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	// meka is not dumpable (TestMain makes this process so, as meka's
+	// main does): its /proc files are root's and reading them needs
+	// CAP_SYS_PTRACE, which only an unrestricted root command has.
+	{name: "/proc/<meka>/environ", args: func(f *fixture) []string { return []string{"environ", fmt.Sprintf("/proc/%d/environ", os.Getpid())} }, read: "denied", workspace: "denied", unrestricted: "denied", rootUnrestricted: "ok"},
+	{name: "/proc/<meka>/mem", args: func(f *fixture) []string { return []string{"mem", strconv.Itoa(os.Getpid())} }, read: "denied", workspace: "denied", unrestricted: "denied", rootUnrestricted: "ok"},
+	{name: "/proc/<meka>/fd", args: func(f *fixture) []string { return []string{"fds", strconv.Itoa(os.Getpid())} }, read: "denied", workspace: "denied", unrestricted: "denied", rootUnrestricted: "ok"},
 	{name: "write config dir in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/config/config.toml"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write data dir in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/data/meka.db"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write .git/hooks in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/hooks/pre-commit"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
@@ -332,6 +368,9 @@ func TestAttackSuite(t *testing.T) {
 				}
 			}
 			want := map[Mode]verdict{ReadOnly: row.read, Workspace: row.workspace, Unrestricted: row.unrestricted}[col.mode]
+			if col.mode == Unrestricted && row.rootUnrestricted != "" && os.Geteuid() == 0 {
+				want = row.rootUnrestricted
+			}
 			cell := outcome
 			if want != "any" && want != outcome {
 				cell = "FAIL " + outcome

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // HideEnv takes the variables names from this process's environment and
@@ -78,4 +80,17 @@ func envBlock() (start, end int64, err error) {
 		return 0, 0, fmt.Errorf("read /proc/self/stat: empty environment block")
 	}
 	return start, end, nil
+}
+
+// Undumpable makes this process not dumpable: its /proc files (environ,
+// mem, maps, fd) become root's and ptrace needs CAP_SYS_PTRACE, so no
+// child of meka at any level reads its memory unless it runs as root with
+// every capability (unrestricted, as root). Call it after HideEnv, which
+// writes through /proc/self/mem. Confined spawns keep working: the
+// helper, dumpable again after its execve, maps its own user namespace.
+func Undumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("make meka undumpable: %w", err)
+	}
+	return nil
 }
