@@ -36,11 +36,15 @@ const (
 
 // addMCP gives the session the tools of the configured MCP servers, as
 // its log records them (see mcpRecord), and returns the fold and the
-// recorder that keep that record; nil when no server is configured.
+// recorder that keep that record.
 func (s *Session) addMCP() *mcpRecord {
 	m := s.h.opts.MCP
 	if !m.Configured() {
-		return nil
+		// With no server configured a log that recorded tools still gets
+		// them back, as for a server removed from the config: the first
+		// request offers them (their calls fail as not connected), the next
+		// records that they are gone and tells the model.
+		m = mcp.New(mcp.Options{})
 	}
 	scratch := ""
 	if s.dataDir != "" {

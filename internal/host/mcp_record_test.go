@@ -219,3 +219,53 @@ func resultText(r session.ToolResult) string {
 	}
 	return b.String()
 }
+
+// A session that recorded MCP tools, opened by a process with no server
+// configured, is treated as one whose server left the config: its first
+// request offers the recorded set, the next records that it is gone and
+// tells the model, rather than the tools vanishing unsaid.
+func TestMCPToolSetGoneWithoutServers(t *testing.T) {
+	srv := mcptest.New(mcptest.Options{})
+	ts := httptest.NewServer(mcptest.Handler(srv))
+	t.Cleanup(ts.Close)
+	f := newFixture(t, `[{"text":"one"},{"text":"two"},{"text":"three"}]`)
+	h1 := mcpProcess(t, f, ts.URL)
+	s, err := h1.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	recorded := toolSets(s)[0].Tools
+	if err := h1.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	f.opts.MCP = nil
+	s, err = f.host(t).Open(t.Context(), s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"second", "third"} {
+		if _, err := s.Prompt(t.Context(), model.Text{Text: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := f.prov.Requests()
+	if toolSpecs(reqs[1]) != toolSpecs(reqs[0]) {
+		t.Fatalf("first request after opening offered %v", toolNames(reqs[1]))
+	}
+	for _, n := range toolNames(reqs[2]) {
+		if strings.HasPrefix(n, "mcp__") {
+			t.Fatalf("offered %s with no server configured", n)
+		}
+	}
+	sets := toolSets(s)
+	if len(sets) != 2 || len(sets[1].Tools) != 0 || len(sets[1].Removed) != len(recorded) {
+		t.Fatalf("tool sets %+v", sets)
+	}
+	if !strings.Contains(messagesText(reqs[2]), "withdrawn: mcp__t__") {
+		t.Fatalf("the model was not told:\n%s", messagesText(reqs[2]))
+	}
+}
