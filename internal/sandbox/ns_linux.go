@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"meka.dev/meka/internal/sandbox/helper"
 )
 
 // nsKind is which namespaces the Landlock helper is started in.
@@ -57,16 +59,27 @@ func sysProcAttr(ns nsKind) *syscall.SysProcAttr {
 	return attr
 }
 
-// probeNamespaces starts true in the namespaces the helper needs.
+// probeNamespaces runs the helper as a command would, mounts and all,
+// with true as the command: the namespaces must be there, and the
+// helper, started by an undumpable meka, must be able to map its ids.
 func probeNamespaces() error {
 	path, err := lookPath("true", "", "/")
 	if err != nil {
 		return fmt.Errorf("probe namespaces: %w", err)
 	}
-	cmd := exec.Command(path)
-	cmd.SysProcAttr = sysProcAttr(nsAll)
-	if err := cmd.Run(); err != nil {
+	exe, err := os.Executable()
+	if err != nil {
 		return fmt.Errorf("probe namespaces: %w", err)
+	}
+	hs := helper.Spec{Path: path, Mount: true}
+	if uid := os.Geteuid(); uid != 0 {
+		hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
+	}
+	cmd := exec.Command(exe, hs.Args([]string{"true"})...)
+	cmd.Dir, cmd.Env = "/", []string{}
+	cmd.SysProcAttr = sysProcAttr(nsAll)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("probe namespaces: %w: %s", err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package helper
 
 import (
-	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -78,8 +77,11 @@ func helperPrefix(b []byte) bool {
 // Landlock confines writes, signals and abstract sockets. Every step
 // acts on this thread (capabilities, no_new_privs and Landlock are
 // per-thread), which then executes the command.
+//
+// All init functions run on the startup thread, locked to it (see
+// runtime.LockOSThread), so this one needs no lock of its own; taking
+// one would start the runtime's template thread for nothing.
 func run(a []string) error {
-	runtime.LockOSThread()
 	s, args, err := parse(a)
 	if err != nil {
 		return errorString("read spec: " + err.Error())
@@ -126,10 +128,16 @@ func run(a []string) error {
 func wrap(what string, err error) error { return errorString(what + ": " + err.Error()) }
 
 // mapIDs maps uid and gid to themselves in the user namespace this
-// process was started in. The process can: it has been dumpable since
-// its execve (meka is not), so its /proc files are its own, and it has
-// CAP_SYS_ADMIN in the namespace, whose creator had its uid.
+// process was started in. The process can: once dumpable its /proc files
+// are its own (meka, which started it, is not dumpable, so meka cannot
+// write them), and it has CAP_SYS_ADMIN in the namespace, whose creator
+// had its uid. An execve leaves it dumpable unless its binary is not
+// readable; it holds nothing of meka's (a fresh process, the command's
+// environment), so it makes itself dumpable in that case too.
 func mapIDs(uid, gid int) error {
+	if err := prctl(prSetDumpable, 1, 0); err != nil {
+		return wrap("make the helper dumpable", err)
+	}
 	for _, w := range [][2]string{
 		{"/proc/self/uid_map", itoa(uid) + " " + itoa(uid) + " 1\n"},
 		{"/proc/self/setgroups", "deny"},
@@ -293,6 +301,7 @@ func ioctl(fd int, req uintptr, arg unsafe.Pointer) error {
 }
 
 const (
+	prSetDumpable        = 4
 	prCapbsetDrop        = 24
 	prSetNoNewPrivs      = 38
 	prCapAmbient         = 47
