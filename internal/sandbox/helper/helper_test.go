@@ -1,0 +1,42 @@
+package helper
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestArgsRoundTrip(t *testing.T) {
+	for _, s := range []Spec{
+		{Path: "/usr/bin/true"},
+		{Path: "/bin/sh", Writable: []string{"/w", "/odd/--", "/new\nline", "/a=b"}, Protected: []string{"/w/.git/hooks"},
+			Sockets: []string{"/run/x.sock"}, Mount: true, Network: true, MapIDs: true, UID: 4242, GID: 0},
+	} {
+		args := []string{"sh", "-c", "echo --", "--", "p=/x"}
+		a := s.Args(args)
+		if a[0] != Marker {
+			t.Fatalf("Args starts with %q, want the marker", a[0])
+		}
+		got, gotArgs, err := parse(a[1:])
+		if err != nil {
+			t.Fatalf("parse(%q): %v", a, err)
+		}
+		if !reflect.DeepEqual(got, s) || !reflect.DeepEqual(gotArgs, args) {
+			t.Errorf("round trip of %+v %q = %+v %q", s, args, got, gotArgs)
+		}
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, a := range [][]string{
+		{"p=/bin/true"},                      // no command
+		{"p=/bin/true", "--"},                // an empty command
+		{"w=/w", "--", "true"},               // no program
+		{"p=/bin/true", "x=1", "--", "true"}, // unknown field
+		{"p=/bin/true", "u=1", "--", "true"}, // no gid
+		{"p=/bin/true", "u=a:1", "--", "true"},
+	} {
+		if _, _, err := parse(a); err == nil {
+			t.Errorf("parse(%q) succeeded", a)
+		}
+	}
+}
