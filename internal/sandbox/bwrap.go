@@ -7,7 +7,10 @@ package sandbox
 // Unix socket masked with /dev/null. inner, when given, is run between
 // bwrap and the command (the Landlock helper of the combined backend).
 func bwrapArgs(p bwrapPlan) []string {
-	out := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc"}
+	// --as-pid-1: the command is the PID namespace's process 1, as under
+	// meka's own helper, so its death ends everything it started; bwrap's
+	// own reaper would cost another fork for nothing.
+	out := []string{"--die-with-parent", "--unshare-pid", "--as-pid-1", "--unshare-ipc"}
 	if !p.network {
 		out = append(out, "--unshare-net")
 	}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -346,7 +347,7 @@ func TestCommandEnv(t *testing.T) {
 func TestBwrapArgs(t *testing.T) {
 	got := bwrapArgs(bwrapPlan{writable: []string{"/ws", "/tmp/x"}, protected: []string{"/ws/.git/hooks"},
 		sockets: []string{"/run/s.sock"}, dir: "/ws/sub", path: "/bin/sh", args: []string{"sh", "-c", "ls"}})
-	want := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net",
+	want := []string{"--die-with-parent", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-net",
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--bind", "/ws", "/ws", "--bind", "/tmp/x", "/tmp/x", "--ro-bind", "/ws/.git/hooks", "/ws/.git/hooks",
 		"--ro-bind-try", "/dev/null", "/run/s.sock", "--chdir", "/ws/sub", "--", "/bin/sh", "-c", "ls"}
@@ -380,5 +381,38 @@ func TestLookPath(t *testing.T) {
 	}
 	if got, err := lookPath("sh", "", dir); err != nil || !filepath.IsAbs(got) {
 		t.Errorf("lookPath(sh) with no PATH = %q, %v; want the default PATH searched", got, err)
+	}
+}
+
+// TestConfinedLeavesNothing starts a command whose child leaves its
+// process group (setsid): unrestricted, it survives the command; confined,
+// the command is its PID namespace's process 1 on every backend, whose end
+// kills the namespace before the wait returns.
+func TestConfinedLeavesNothing(t *testing.T) {
+	ws, tmp := canonTemp(t), canonTemp(t)
+	cols := []Spec{{Mode: Unrestricted}}
+	for _, b := range usableBackends(t) {
+		cols = append(cols, Spec{Mode: Workspace, Backend: b})
+	}
+	for i, spec := range cols {
+		mark := fmt.Sprintf("MEKA_TEST_MARK=%d-%d", os.Getpid(), i)
+		spec.Args = []string{"sh", "-c", "setsid sleep 100 </dev/null >/dev/null 2>&1 & exit 0"}
+		spec.Env, spec.Dir, spec.Writable, spec.TempDir = []string{testPath, mark}, ws, []string{ws}, tmp
+		cmd, err := Command(t.Context(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s %s: %v", spec.Mode, spec.Backend, err)
+		}
+		// Killing what carries the mark also cleans up after unrestricted.
+		left := signalCarrying([]byte(mark), map[int]bool{})
+		want := 0
+		if spec.Mode == Unrestricted {
+			want = 1
+		}
+		if left != want {
+			t.Errorf("%s %s: %d processes left running, want %d", spec.Mode, spec.Backend, left, want)
+		}
 	}
 }
