@@ -34,7 +34,10 @@ func serveOpening(t *testing.T, open func(context.Context) (*host.Host, error)) 
 	client := jsonrpc.NewConn(cr, cw, noClient{}, jsonrpc.Options{})
 	go func() { _ = client.Serve(t.Context()) }()
 	t.Cleanup(func() {
+		// The client stops reading when the test's context ends, so the
+		// server's writes fail rather than block on a pipe nobody reads.
 		cw.Close()
+		cr.Close()
 		<-finished
 	})
 	return client, done
