@@ -160,6 +160,16 @@ var (
 
 func hostProbe() probe { return hostProbeCached() }
 
+// Warm runs the machine's probes in the background (each starts a
+// confined true, a few milliseconds), so that the first session's
+// description of its confinement, or its first command, does not wait
+// for them; whoever needs a probe before it is done waits for it.
+func Warm() {
+	p := hostProbe()
+	go func() { _, _ = p.bwrap() }()
+	go func() { _ = p.namespaces() }()
+}
+
 // guarantees works out what backend can promise here.
 func (p probe) guarantees(backend string) Guarantees {
 	g := Guarantees{Backend: backend}
