@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync/atomic"
 	"testing"
 
 	"meka.dev/meka/internal/acp/jsonrpc"
@@ -95,5 +96,22 @@ func TestOpenFailureEndsServe(t *testing.T) {
 	}
 	if err := <-created; err == nil {
 		t.Fatal("session/new succeeded on a host that failed to open")
+	}
+}
+
+// TestOpenWaitsForTheClient: the host opens once the client asks for
+// something; a connection that ends without a request never opens it.
+func TestOpenWaitsForTheClient(t *testing.T) {
+	var opened atomic.Bool
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	defer cr.Close()
+	cw.Close() // the client goes at once
+	err := Serve(t.Context(), sr, sw, Options{Open: func(context.Context) (*host.Host, error) {
+		opened.Store(true)
+		return nil, errors.New("opened")
+	}})
+	if err != nil || opened.Load() {
+		t.Fatalf("Serve = %v, opened %v: want nil, never opened", err, opened.Load())
 	}
 }

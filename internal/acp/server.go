@@ -41,9 +41,10 @@ const (
 // default.
 type Options struct {
 	// Host runs the sessions. Open, set instead, opens it: Serve calls it
-	// at once and answers initialize meanwhile, so an editor's handshake
-	// does not wait for the database; every other request waits for the
-	// host, and Open's error ends Serve with that error.
+	// once initialize is answered (or at the first other request), so an
+	// editor's handshake waits neither for the database nor shares the
+	// machine with its opening; every other request waits for the host,
+	// and Open's error ends Serve with that error.
 	Host *host.Host
 	Open func(context.Context) (*host.Host, error)
 	// Version is meka's version, sent as agentInfo.version.
@@ -80,18 +81,15 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.base = ctx
-	var openErr error
-	if opts.Open != nil {
-		go func() {
-			defer close(s.ready)
-			h, err := opts.Open(ctx)
-			if err != nil {
-				openErr = err
-				cancel()
-				return
-			}
-			s.host = h
-		}()
+	s.openServe = func() {
+		defer close(s.ready)
+		h, err := opts.Open(ctx)
+		if err != nil {
+			s.openErr = err
+			cancel()
+			return
+		}
+		s.host = h
 	}
 	sweepDone := make(chan struct{})
 	go func() {
@@ -101,12 +99,21 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	err := s.conn.Serve(ctx)
 	cancel()
 	<-sweepDone
+	// A connection that never asked for anything never opened the host.
+	s.opening.Do(func() { close(s.ready) })
 	<-s.ready
-	if openErr != nil {
-		return openErr
+	if s.openErr != nil {
+		return s.openErr
 	}
 	s.closeAll(context.WithoutCancel(ctx))
 	return err
+}
+
+// startOpen opens the host in the background, once: after initialize is
+// answered, or at the first other request, so that the handshake does not
+// share the machine with the database and the sandbox probes.
+func (s *server) startOpen() {
+	s.opening.Do(func() { go s.openServe() })
 }
 
 // awaitHost waits until the host is open; it fails only when the
@@ -134,11 +141,15 @@ func (s *server) connOptions() jsonrpc.Options {
 // server is one connection's state.
 type server struct {
 	opts Options
-	// host is set before ready closes, and never changes after.
-	host  *host.Host
-	ready chan struct{}
-	conn  *jsonrpc.Conn
-	log   *slog.Logger
+	// host, or openErr, is set before ready closes, and never changes
+	// after; opening starts openServe (Serve's, when Options.Open is set).
+	host      *host.Host
+	openErr   error
+	ready     chan struct{}
+	opening   sync.Once
+	openServe func()
+	conn      *jsonrpc.Conn
+	log       *slog.Logger
 	// base lives as long as the connection: updates outside a request are
 	// sent with it.
 	base context.Context
@@ -180,7 +191,7 @@ func newServer(opts Options) *server {
 		sessions: make(map[string]*entry), swept: make(map[string]bool), arrivals: newArrivals()}
 	if opts.Open == nil {
 		s.host = opts.Host
-		close(s.ready)
+		s.opening.Do(func() { close(s.ready) })
 	}
 	return s
 }
@@ -194,7 +205,10 @@ func (s *server) caps() ClientCapabilities {
 
 // Handle implements jsonrpc.Handler.
 func (s *server) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	if req.Method != "initialize" && req.Method != "authenticate" {
+	if req.Method == "initialize" {
+		defer s.startOpen()
+	} else if req.Method != "authenticate" {
+		s.startOpen()
 		if err := s.awaitHost(ctx); err != nil {
 			if req.Method == "session/prompt" {
 				s.arrivals.take(string(req.ID))
