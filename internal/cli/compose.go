@@ -113,6 +113,7 @@ func (g *globals) prepare() (*prepared, error) {
 // open opens the database and builds the host on a prepared config.
 func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 	cfg, perms := pre.cfg, pre.perms
+	awaitSignals(ctx)
 	sandbox.Warm() // while the database opens
 	db, err := g.openDB(ctx, cfg)
 	if err != nil {

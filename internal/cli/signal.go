@@ -27,22 +27,40 @@ func (e *SignalError) ExitCode() int { return 128 + int(e.Signal) }
 // SignalContext returns a context canceled, with a *SignalError as its
 // cause, when SIGINT, SIGTERM or SIGHUP arrives. stop releases the
 // signals.
+//
+// The signals are taken beside the start rather than before it goes on:
+// the first signal.Notify starts a thread of its own, a few hundred
+// microseconds an editor's handshake need not wait for. Until then a
+// signal ends meka as it would any program, which at that point loses
+// nothing; opening the host (see awaitSignals) waits for them.
 func SignalContext(parent context.Context) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	done := make(chan struct{})
+	done, taken := make(chan struct{}), make(chan struct{})
 	go func() {
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		close(taken)
 		select {
 		case s := <-ch:
 			cancel(&SignalError{Signal: s.(syscall.Signal)})
+			<-done
 		case <-done:
 		}
-	}()
-	return ctx, func() {
 		signal.Stop(ch)
+	}()
+	return context.WithValue(ctx, signalsKey{}, (<-chan struct{})(taken)), func() {
 		close(done)
 		cancel(context.Canceled)
+	}
+}
+
+type signalsKey struct{}
+
+// awaitSignals waits until the signals of a SignalContext above ctx are
+// taken, so that work which must end cleanly is never killed outright.
+func awaitSignals(ctx context.Context) {
+	if taken, ok := ctx.Value(signalsKey{}).(<-chan struct{}); ok {
+		<-taken
 	}
 }
 
