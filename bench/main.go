@@ -136,18 +136,23 @@ func run(n int, out string) error {
 		"MEKA_DATA_DIR=" + filepath.Join(home, "data"), "OPENAI_API_KEY=bench", "OPENAI_BASE_URL=" + srv.URL + "/v1"}
 
 	rep := Report{Date: time.Now().UTC(), Commit: commit(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), Runs: n}
-	for _, a := range []agent{meka, floor} {
-		var samples []sample
-		for i := range n + 1 { // the first run warms the page cache and the database
+	// The two agents take turns, run by run, so that what else the machine
+	// does at a moment weighs on both alike.
+	agents := []agent{meka, floor}
+	samples := make([][]sample, len(agents))
+	for i := range n + 1 { // the first run warms the page cache and the database
+		for j, a := range agents {
 			sm, err := measure(a, env, work, srv)
 			if err != nil {
 				return fmt.Errorf("%s: %w", a.Name, err)
 			}
 			if i > 0 {
-				samples = append(samples, sm)
+				samples[j] = append(samples[j], sm)
 			}
 		}
-		r := medians(a.Name, samples)
+	}
+	for j, a := range agents {
+		r := medians(a.Name, samples[j])
 		r.BinaryBytes, r.StrippedBinary = sizes[a.Name][0], sizes[a.Name][1]
 		if a.Name == "meka" {
 			rep.Meka = r
