@@ -162,12 +162,16 @@ func hostProbe() probe { return hostProbeCached() }
 
 // Warm runs the machine's probes in the background (each starts a
 // confined true, a few milliseconds), so that the first session's
-// description of its confinement, or its first command, does not wait
-// for them; whoever needs a probe before it is done waits for it.
+// description of its confinement, or its first command, waits for less
+// of them; whoever needs a probe before it is done waits for it. The
+// helper's goes first, alone: it decides the preferred backend, and
+// bubblewrap's is needed only where that one cannot confine.
 func Warm() {
 	p := hostProbe()
-	go func() { _, _ = p.bwrap() }()
-	go func() { _ = p.namespaces() }()
+	go func() {
+		_ = p.namespaces()
+		_, _ = p.bwrap()
+	}()
 }
 
 // guarantees works out what backend can promise here.
