@@ -7,6 +7,7 @@ import (
 
 	"meka.dev/meka/internal/acp"
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/sandbox"
 )
 
 func init() { extraCommands = append(extraCommands, newACPCmd) }
@@ -84,6 +85,9 @@ func runACP(ctx context.Context, g *globals, workspace, readable []string) error
 		}
 		return a.host, nil
 	}
+	// The probes run in child processes, mostly on the other core, and
+	// the first session waits for them: start them with the handshake.
+	sandbox.Warm()
 	err = acp.Serve(ctx, g.stdin, g.stdout, acp.Options{
 		Open:                open,
 		Version:             version(),

@@ -166,13 +166,15 @@ func hostProbe() probe { return hostProbeCached() }
 // of them; whoever needs a probe before it is done waits for it. The
 // helper's goes first, alone: it decides the preferred backend, and
 // bubblewrap's is needed only where that one cannot confine.
-func Warm() {
+func Warm() { warmOnce() }
+
+var warmOnce = sync.OnceFunc(func() {
 	p := hostProbe()
 	go func() {
 		_ = p.namespaces()
 		_, _ = p.bwrap()
 	}()
-}
+})
 
 // guarantees works out what backend can promise here.
 func (p probe) guarantees(backend string) Guarantees {
