@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
@@ -71,7 +70,7 @@ func RowEvents(sessionID string, rows []session.Row) []Entry {
 			}
 		case session.ToolResult:
 			text := model.Message{Parts: e.Content}.Text()
-			d := map[string]any{"call_id": e.CallID, "tool": e.Name, "status": toolStatus(e.Status), "result": capText(text, resultCap), "truncated": len(text) > resultCap}
+			d := map[string]any{"call_id": e.CallID, "tool": e.Name, "status": toolStatus(e.Status), "result": plan.Clamp(text, resultCap), "truncated": len(text) > resultCap}
 			if e.Change != "" {
 				d["diff"] = e.Change
 			}
@@ -168,18 +167,6 @@ func orEmpty(b json.RawMessage) []byte {
 		return []byte("{}")
 	}
 	return b
-}
-
-// capText cuts s to n bytes on a rune boundary.
-func capText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for i := 0; i < utf8.UTFMax && !utf8.ValidString(s); i++ {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // frame is one SSE frame's payload, the same envelope webhooks carry.
