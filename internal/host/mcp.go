@@ -51,7 +51,7 @@ func (s *Session) addMCP() *mcpRecord {
 		scratch = filepath.Join(s.dataDir, "scratch")
 	}
 	vision := s.profile.Vision
-	b := &mcp.Binding{Elicitor: mcp.ElicitorFunc(s.elicit), ScratchDir: scratch, Vision: func() bool { return vision }}
+	b := &mcp.Binding{Elicitor: mcp.ElicitorFunc(s.elicit), ScratchDir: scratch, Now: s.h.opts.Now, Vision: func() bool { return vision }}
 	r := &mcpRecord{m: m}
 	s.tools.AddSource(m.RecordedSource(b, &r.rec), func(name string, err error) {
 		s.h.opts.Logger.Warn("mcp tool not offered", "session_id", s.id, "tool", name, "err", err)

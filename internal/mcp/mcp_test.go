@@ -147,7 +147,8 @@ func TestStdioToolsAndResults(t *testing.T) {
 	}
 	scratch := t.TempDir()
 	vision := true
-	r := registry(t, m, &mcp.Binding{ScratchDir: scratch, Vision: func() bool { return vision }})
+	stamp := time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC)
+	r := registry(t, m, &mcp.Binding{ScratchDir: scratch, Now: func() time.Time { return stamp }, Vision: func() bool { return vision }})
 
 	res, err := call(t, r, "mcp__t__echo", `{"text":"hi"}`)
 	if err != nil || res.IsError || text(res) != "echo: hi" {
@@ -181,7 +182,8 @@ func TestStdioToolsAndResults(t *testing.T) {
 	if len(out) > 10<<10 || !strings.Contains(out, "Output cut at") {
 		t.Fatalf("huge result not cut: %d bytes", len(out))
 	}
-	files, _ := filepath.Glob(filepath.Join(scratch, "mcp__t__huge-*"))
+	// The file is named by the binding's clock, not the machine's.
+	files, _ := filepath.Glob(filepath.Join(scratch, "mcp__t__huge-20310203T040506-*"))
 	if len(files) != 1 {
 		t.Fatalf("scratch files = %v", files)
 	}

@@ -153,7 +153,11 @@ func (t *Tool) scratch(call tool.Call, text string) (string, error) {
 	if err := os.MkdirAll(t.b.ScratchDir, 0o700); err != nil {
 		return "", fmt.Errorf("write scratch file: %w", err)
 	}
-	f, err := os.CreateTemp(t.b.ScratchDir, fmt.Sprintf("%s-%s-*.txt", t.rt.name, time.Now().UTC().Format("20060102T150405")))
+	now := time.Now
+	if t.b.Now != nil {
+		now = t.b.Now
+	}
+	f, err := os.CreateTemp(t.b.ScratchDir, fmt.Sprintf("%s-%s-*.txt", t.rt.name, now().UTC().Format("20060102T150405")))
 	if err != nil {
 		return "", fmt.Errorf("write scratch file: %w", err)
 	}

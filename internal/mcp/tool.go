@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -85,6 +86,8 @@ type Binding struct {
 	// ScratchDir is where a result too large to carry inline is written;
 	// empty cuts it instead.
 	ScratchDir string
+	// Now stamps the names of scratch files; nil is time.Now.
+	Now func() time.Time
 	// Vision reports whether the session's model reads images; nil means
 	// it does not.
 	Vision func() bool
