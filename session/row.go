@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"meka.dev/meka/model"
@@ -270,4 +271,25 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 	}
 	*r = Row{Seq: w.Seq, Turn: w.Turn, Time: w.Time, Entry: e}
 	return nil
+}
+
+// TitleOf returns the title a user message gives a session, "" for any
+// other entry: a person's words (not a job's prompt, a task report or a
+// reminder), with attachments as @name and whitespace collapsed. The host
+// and every store title sessions with it, so they agree.
+func TitleOf(e Entry) string {
+	u, ok := deref(e).(UserMessage)
+	if !ok || u.Source != SourceUser {
+		return ""
+	}
+	var words []string
+	for _, p := range u.Parts {
+		switch p := p.(type) {
+		case model.Text:
+			words = append(words, p.Text)
+		case model.Resource:
+			words = append(words, "@"+p.Name)
+		}
+	}
+	return Title(strings.Join(strings.Fields(strings.Join(words, " ")), " "))
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -333,19 +332,10 @@ func (s *Session) setTitle(ctx context.Context, msg session.UserMessage) {
 	s.mu.Lock()
 	titled := s.meta.Title != ""
 	s.mu.Unlock()
-	if titled || msg.Source != session.SourceUser {
+	if titled {
 		return
 	}
-	var words []string
-	for _, p := range msg.Parts {
-		switch p := p.(type) {
-		case model.Text:
-			words = append(words, p.Text)
-		case model.Resource:
-			words = append(words, "@"+p.Name)
-		}
-	}
-	title := session.Title(strings.Join(strings.Fields(strings.Join(words, " ")), " "))
+	title := session.TitleOf(msg)
 	if title == "" {
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,7 +13,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"meka.dev/meka/internal/rowcodec"
-	"meka.dev/meka/model"
 	"meka.dev/meka/session"
 )
 
@@ -57,7 +55,7 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 		}
 		turns[i], kinds[i], payloads[i] = r.Turn, kind, string(payload)
 		if title == "" {
-			title = titleOf(r.Entry)
+			title = session.TitleOf(r.Entry)
 		}
 	}
 	held := db.heldLock(sessionID)
@@ -147,35 +145,6 @@ func fence(sessionID string, held *Lock, cur lockRow, found, live bool) error {
 		return heldBy(sessionID, session.Holder{PID: cur.pid, Host: cur.host})
 	}
 	return nil
-}
-
-// titleOf returns the title a user message gives a session, "" for any
-// other entry: a person's words (not a job's prompt, a task report or a
-// reminder), with attachments as @name and whitespace collapsed, as
-// internal/sqlite titles them.
-func titleOf(e session.Entry) string {
-	var u session.UserMessage
-	switch v := e.(type) {
-	case session.UserMessage:
-		u = v
-	case *session.UserMessage:
-		u = *v
-	default:
-		return ""
-	}
-	if u.Source != session.SourceUser {
-		return ""
-	}
-	var words []string
-	for _, p := range u.Parts {
-		switch p := p.(type) {
-		case model.Text:
-			words = append(words, p.Text)
-		case model.Resource:
-			words = append(words, "@"+p.Name)
-		}
-	}
-	return session.Title(strings.Join(strings.Fields(strings.Join(words, " ")), " "))
 }
 
 // Rows returns a session's rows with Seq >= from, in order.

@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
 	"meka.dev/meka/internal/rowcodec"
-	"meka.dev/meka/model"
 	"meka.dev/meka/session"
 )
 
@@ -26,7 +24,7 @@ type encoded struct {
 // Append writes rows in one transaction: their sequence numbers continue
 // from the session's last row, every row gets the time of the append, the
 // session's updated_at moves to it, and a session without a title takes
-// the words of the first message a person typed (see titleOf).
+// the words of the first message a person typed (see session.TitleOf).
 func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.Row) ([]session.Row, error) {
 	db := s.db
 	if err := db.checkOpen(); err != nil {
@@ -48,7 +46,7 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 		}
 		enc[i] = encoded{kind, string(payload)}
 		if title == "" {
-			title = titleOf(r.Entry)
+			title = session.TitleOf(r.Entry)
 		}
 	}
 
@@ -102,35 +100,6 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 		db.feedChanged()
 	}
 	return out, nil
-}
-
-// titleOf returns the title a user message gives a session, "" for any
-// other entry. It reads as the host titles a session: a person's words
-// (not a job's prompt, a task report or a reminder), with attachments as
-// @name and whitespace collapsed.
-func titleOf(e session.Entry) string {
-	var u session.UserMessage
-	switch v := e.(type) {
-	case session.UserMessage:
-		u = v
-	case *session.UserMessage:
-		u = *v
-	default:
-		return ""
-	}
-	if u.Source != session.SourceUser {
-		return ""
-	}
-	var words []string
-	for _, p := range u.Parts {
-		switch p := p.(type) {
-		case model.Text:
-			words = append(words, p.Text)
-		case model.Resource:
-			words = append(words, "@"+p.Name)
-		}
-	}
-	return session.Title(strings.Join(strings.Fields(strings.Join(words, " ")), " "))
 }
 
 // Rows returns a session's rows with Seq >= from, in order.

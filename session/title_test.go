@@ -1,4 +1,4 @@
-package sqlite
+package session_test
 
 import (
 	"strings"
@@ -31,8 +31,8 @@ func TestTitleOf(t *testing.T) {
 		{"schedule", session.UserMessage{Parts: model.Parts{model.Text{Text: "check CI"}}, Source: session.SourceSchedule}, ""},
 		{"assistant", session.AssistantMessage{Parts: model.Parts{model.Text{Text: "hi"}}}, ""},
 	} {
-		if got := titleOf(tc.e); got != tc.want {
-			t.Errorf("%s: titleOf = %q, want %q", tc.name, got, tc.want)
+		if got := session.TitleOf(tc.e); got != tc.want {
+			t.Errorf("%s: TitleOf = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
