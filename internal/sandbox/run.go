@@ -14,6 +14,7 @@ type Running struct {
 	cmd     *exec.Cmd
 	readers []*os.File
 	copiers sync.WaitGroup // one per reader
+	tracked *Tracked       // nil unless started by StartTracked
 }
 
 // Start starts cmd with its stdout copied to stdout and its stderr to
@@ -75,13 +76,29 @@ func Start(cmd *exec.Cmd, stdout, stderr io.Writer) (*Running, error) {
 	return r, nil
 }
 
+// StartTracked is Start with cmd noted in dir (Track) before it starts
+// and its process group noted once it has; Wait forgets the note once the
+// group is gone. An empty dir notes nothing.
+func StartTracked(dir string, cmd *exec.Cmd, stdout, stderr io.Writer) (*Running, error) {
+	tr := Track(dir, cmd)
+	r, err := Start(cmd, stdout, stderr)
+	if err != nil {
+		tr.Forget()
+		return nil, err
+	}
+	tr.Started(r.Pid())
+	r.tracked = tr
+	return r, nil
+}
+
 // Pid returns the process id, which is also its process group id.
 func (r *Running) Pid() int { return r.cmd.Process.Pid }
 
 // Wait waits for the command to exit, kills what it left running in its
 // process group, and waits for the output to be copied: at most the
 // command's WaitDelay, after which pipes a process outside the group still
-// holds are closed. It returns cmd.Wait's error.
+// holds are closed; then it forgets StartTracked's note. It returns
+// cmd.Wait's error.
 func (r *Running) Wait() error {
 	err := r.cmd.Wait()
 	KillGroup(r.cmd)
@@ -106,6 +123,9 @@ func (r *Running) Wait() error {
 	}
 	for _, pr := range r.readers {
 		pr.Close()
+	}
+	if r.tracked != nil {
+		r.tracked.Forget()
 	}
 	return err
 }

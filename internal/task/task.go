@@ -257,14 +257,10 @@ func (r *Registry) start(spec Spec) (Task, error) {
 		Protected: spec.Protected,
 	})
 	var run *sandbox.Running
-	var tracked *sandbox.Tracked
 	if err == nil {
 		// Noted before the start, so a death of meka leaves nothing
 		// the next registry cannot find.
-		tracked = sandbox.Track(filepath.Join(r.opts.Dir, "running"), cmd)
-		if run, err = sandbox.Start(cmd, out, nil); err != nil {
-			tracked.Forget()
-		}
+		run, err = sandbox.StartTracked(filepath.Join(r.opts.Dir, "running"), cmd, out, nil)
 	}
 	if err != nil {
 		stopTimer()
@@ -289,12 +285,8 @@ func (r *Registry) start(spec Spec) (Task, error) {
 	r.tasks[id] = e
 	r.order = append(r.order, id)
 	started = true
-	tracked.Started(run.Pid())
 	r.wg.Add(1)
-	go func() {
-		r.wait(e, ctx, run, out, tmp, stopTimer)
-		tracked.Forget()
-	}()
+	go r.wait(e, ctx, run, out, tmp, stopTimer)
 	return e.task, nil
 }
 

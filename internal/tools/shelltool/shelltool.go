@@ -393,16 +393,12 @@ func (t *Tool) foreground(ctx context.Context, call tool.Call, timeout time.Dura
 	}
 	// Noted before the start: a death of meka at any point after leaves
 	// nothing the next holder cannot find.
-	tracked := sandbox.Track(t.opts.RunningDir, cmd)
-	run, err := sandbox.Start(cmd, stdout, stderr)
+	run, err := sandbox.StartTracked(t.opts.RunningDir, cmd, stdout, stderr)
 	if err != nil {
-		tracked.Forget()
 		stopLive()
 		return tool.Errorf("shell_execute could not start the command: %v", err), nil
 	}
-	tracked.Started(run.Pid())
 	werr := run.Wait()
-	tracked.Forget()
 	stopLive() // the last Output call happens before Run returns
 
 	st := State{ExitCode: -1, Sandbox: spec.Backend}

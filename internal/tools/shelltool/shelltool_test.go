@@ -480,3 +480,25 @@ func assertGone(t *testing.T, pid int) {
 		return
 	}
 }
+
+// A running command is noted in RunningDir, its token in its environment,
+// and the note is gone once the call returns.
+func TestRunningNoted(t *testing.T) {
+	ws, _ := dirs(t)
+	running := filepath.Join(t.TempDir(), "running")
+	sh := New(Options{Env: []string{testPath}, Roots: rootsOf(t, ws), RunningDir: running})
+	_, text, st := call(t, sh, permission.Unrestricted, ws, map[string]any{
+		"command": `ls "` + running + `"; echo "token $` + sandbox.RunVar + `"`,
+	})
+	if st.ExitCode != 0 {
+		t.Fatalf("exit %d:\n%s", st.ExitCode, text)
+	}
+	out := text[strings.Index(text, "<stdout>\n")+len("<stdout>\n") : strings.Index(text, "</stdout>")]
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || lines[0] != "run-"+strings.TrimPrefix(lines[1], "token ") || lines[1] == "token " {
+		t.Errorf("while running, the note and the token were:\n%s", out)
+	}
+	if notes, err := os.ReadDir(running); err != nil || len(notes) != 0 {
+		t.Errorf("after the call, %s holds %d notes (%v)", running, len(notes), err)
+	}
+}
