@@ -2,7 +2,6 @@ package anthropic_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -23,9 +22,7 @@ func BenchmarkStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
-	modeltest.NewHandler(sc).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/messages", strings.NewReader(`{"stream":true}`)))
-	body := bodyTransport(rec.Body.String())
+	body := modeltest.Replay(modeltest.NewHandler(sc).Reply("/v1/messages", `{"stream":true}`))
 	c := anthropic.New(anthropic.Options{BaseURL: "http://bench.invalid", HTTPClient: &http.Client{Transport: body}})
 	req := conversation(true)
 	b.SetBytes(int64(len(body)))

@@ -1,9 +1,7 @@
 package anthropic_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,18 +13,6 @@ import (
 	"meka.dev/meka/model/script"
 )
 
-// bodyTransport answers every request with the same stream body.
-type bodyTransport string
-
-func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return &http.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"text/event-stream"}},
-		Body:       io.NopCloser(strings.NewReader(string(b))),
-		Request:    r,
-	}, nil
-}
-
 // FuzzStream feeds the stream decoder whatever a server might send: it
 // must not panic; what it assembles must be storable and agree with the
 // deltas it emitted; and it completes only a stream that said
@@ -37,10 +23,7 @@ func FuzzStream(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
-	modeltest.NewHandler(sc).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/messages",
-		strings.NewReader(`{"stream":true}`)))
-	f.Add(rec.Body.String())
+	f.Add(modeltest.NewHandler(sc).Reply("/v1/messages", `{"stream":true}`))
 	files, err := filepath.Glob(filepath.Join("testdata", "streams", "*.sse"))
 	if err != nil || len(files) == 0 {
 		f.Fatalf("no recorded streams: %v", err)
@@ -53,7 +36,7 @@ func FuzzStream(f *testing.F) {
 		f.Add(string(b))
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		c := anthropic.New(anthropic.Options{BaseURL: "http://fuzz.invalid", HTTPClient: &http.Client{Transport: bodyTransport(body)}, Retry: model.Retry{Attempts: 1}})
+		c := anthropic.New(anthropic.Options{BaseURL: "http://fuzz.invalid", HTTPClient: &http.Client{Transport: modeltest.Replay(body)}, Retry: model.Retry{Attempts: 1}})
 		var events []model.Event
 		resp, err := model.Collect(c.Stream(t.Context(), hello()), func(ev model.Event) { events = append(events, ev) })
 		if err != nil {
@@ -104,14 +87,12 @@ func FuzzWhole(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
-	modeltest.NewHandler(sc).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/messages", strings.NewReader(`{}`)))
-	f.Add(rec.Body.String())
+	f.Add(modeltest.NewHandler(sc).Reply("/v1/messages", `{}`))
 	f.Add(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
 	f.Add(`{"type":"message","content":[{"type":"tool_use","id":"t","name":"n","input":null}],"stop_reason":null}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		c := anthropic.New(anthropic.Options{BaseURL: "http://fuzz.invalid", NoStream: true,
-			HTTPClient: &http.Client{Transport: bodyTransport(body)}, Retry: model.Retry{Attempts: 1}})
+			HTTPClient: &http.Client{Transport: modeltest.Replay(body)}, Retry: model.Retry{Attempts: 1}})
 		resp, err := model.Collect(c.Stream(t.Context(), hello()), nil)
 		if err != nil {
 			return

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -204,6 +205,31 @@ func (t transport) RoundTrip(req *http.Request) (res *http.Response, err error) 
 	res = rec.Result()
 	res.Request = req
 	return res, nil
+}
+
+// Reply returns the body h answers a POST of reqBody to path with,
+// taking one round: the bytes a decoder is fed by Replay.
+func (h *Handler) Reply(path, reqBody string) string {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(reqBody)))
+	return rec.Body.String()
+}
+
+// Replay is a RoundTripper answering every request with its bytes as a
+// 200 event stream, consuming no round: for fuzzing and benchmarking a
+// decoder with no server in between.
+type Replay string
+
+func (b Replay) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: http.StatusOK,
+		Header:     http.Header{"Content-Type": {"text/event-stream"}},
+		Body:       io.NopCloser(strings.NewReader(string(b))),
+		Request:    r,
+	}, nil
 }
 
 // record keeps a request and returns how many there have been.

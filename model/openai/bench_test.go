@@ -2,7 +2,6 @@ package openai_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -23,10 +22,8 @@ func BenchmarkStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
-	modeltest.NewHandler(sc).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions",
-		strings.NewReader(`{"model":"m","stream":true,"stream_options":{"include_usage":true}}`)))
-	body := bodyTransport(rec.Body.String())
+	body := modeltest.Replay(modeltest.NewHandler(sc).Reply("/v1/chat/completions",
+		`{"model":"m","stream":true,"stream_options":{"include_usage":true}}`))
 	c := openai.New(openai.Options{BaseURL: "http://bench.invalid", Model: "m", HTTPClient: &http.Client{Transport: body}})
 	req := conversation(true)
 	b.SetBytes(int64(len(body)))

@@ -1,9 +1,7 @@
 package openai_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -12,18 +10,6 @@ import (
 	"meka.dev/meka/model/openai"
 	"meka.dev/meka/model/script"
 )
-
-// bodyTransport answers every request with the same stream body.
-type bodyTransport string
-
-func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return &http.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"text/event-stream"}},
-		Body:       io.NopCloser(strings.NewReader(string(b))),
-		Request:    r,
-	}, nil
-}
 
 // FuzzStream feeds the stream decoder whatever a server might send: it
 // must not panic, what it assembles must be storable, and the response
@@ -34,15 +20,12 @@ func FuzzStream(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
-	modeltest.NewHandler(sc).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions",
-		strings.NewReader(`{"stream":true,"stream_options":{"include_usage":true}}`)))
-	f.Add(rec.Body.String())
+	f.Add(modeltest.NewHandler(sc).Reply("/v1/chat/completions", `{"stream":true,"stream_options":{"include_usage":true}}`))
 	f.Add("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":\"{\\\"a\\\":\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n")
 	f.Add("data: {\"error\":{\"message\":\"x\",\"code\":\"oops\"}}\n\n")
 	f.Add("data: not json\n\n")
 	f.Fuzz(func(t *testing.T, body string) {
-		c := openai.New(openai.Options{BaseURL: "http://fuzz.invalid", HTTPClient: &http.Client{Transport: bodyTransport(body)}, Retry: model.Retry{Attempts: 1}})
+		c := openai.New(openai.Options{BaseURL: "http://fuzz.invalid", HTTPClient: &http.Client{Transport: modeltest.Replay(body)}, Retry: model.Retry{Attempts: 1}})
 		var text, thinking strings.Builder
 		args := map[int]*strings.Builder{}
 		completed := 0

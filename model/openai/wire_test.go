@@ -52,7 +52,7 @@ type urlRecorder struct{ urls []string }
 
 func (u *urlRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	u.urls = append(u.urls, r.URL.String())
-	return bodyTransport("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n").RoundTrip(r)
+	return modeltest.Replay("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n").RoundTrip(r)
 }
 
 func TestBaseURLJoining(t *testing.T) {
