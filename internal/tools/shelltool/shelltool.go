@@ -263,8 +263,10 @@ func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	if err != nil {
 		return tool.Result{}, err
 	}
-	env := sandbox.ScrubEnv(t.opts.Env, t.opts.ScrubNames)
-	if mode != sandbox.Unrestricted {
+	var env []string
+	if mode == sandbox.Unrestricted {
+		env = sandbox.ScrubEnv(t.opts.Env, t.opts.ScrubNames)
+	} else {
 		env = sandbox.ConfinedEnv(t.opts.Env, t.opts.EnvPassthrough)
 	}
 
