@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"meka.dev/meka/internal/httpapi"
 	"meka.dev/meka/model"
+	"meka.dev/meka/tool"
 )
 
 // An approval over HTTP: requested on the feed, listed, answered once (a
@@ -160,5 +163,37 @@ func TestCancelResolvesPendingApproval(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.cwd, "out.txt")); err == nil {
 		t.Fatal("the cancelled call ran")
+	}
+}
+
+// The approval's wait does not depend on the injected clock: a server
+// whose clock reads 2020 shows that time in expires_at, and still waits
+// the whole timeout for the client's answer.
+func TestApprovalWaitIgnoresInjectedClock(t *testing.T) {
+	clock := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := newHarnessAPI(t, `[
+	 {"tool_calls":[{"id":"w","name":"file_write","arguments":{"path":"out.txt","content":"x"}}]},
+	 {"text":"Wrote it."}]`, nil, func(o *httpapi.Options) { o.Now = func() time.Time { return clock } })
+	var s sessionRec
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd, "permission": "read", "approvals": true}, http.StatusCreated, &s)
+	next := h.stream("/v1/sessions/"+s.ID+"/events?after=0", "")
+	h.json("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "write"}}}, http.StatusAccepted, nil)
+	var aid string
+	for aid == "" {
+		f, ok := next()
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		if f.Type == "approval.requested" {
+			aid, _ = f.Data["approval_id"].(string)
+			if want := clock.Add(tool.DefaultApprovalTimeout).Format(time.RFC3339); f.Data["expires_at"] != want {
+				t.Fatalf("expires_at %v, want %s", f.Data["expires_at"], want)
+			}
+		}
+	}
+	var got struct{ Decision, By string }
+	h.json("POST", "/v1/sessions/"+s.ID+"/approvals/"+aid, map[string]string{"decision": "allow"}, http.StatusOK, &got)
+	if got.Decision != "allow" || got.By != "client" {
+		t.Fatalf("answer %+v", got)
 	}
 }

@@ -24,12 +24,9 @@ type approval struct {
 	Options   []string        `json:"options"`
 	ExpiresAt time.Time       `json:"expires_at"`
 	SubAgent  string          `json:"subagent_session_id,omitempty"`
-	Status    string          `json:"status"` // pending or resolved
-	Decision  string          `json:"decision,omitempty"`
-	By        string          `json:"by,omitempty"`
-	Resolved  *time.Time      `json:"resolved_at,omitempty"`
-
-	answer chan permission.Decision
+	pending[permission.Decision]
+	Decision string     `json:"decision,omitempty"`
+	Resolved *time.Time `json:"resolved_at,omitempty"`
 }
 
 var decisions = map[string]permission.Decision{
@@ -54,7 +51,7 @@ func (a *attached) ask(ctx context.Context, req permission.Request) (permission.
 	now := a.srv.opts.Now().UTC()
 	ap := &approval{ID: uuid.Must(uuid.NewV7()).String(), CallID: req.CallID, Tool: req.Tool, Title: req.Title,
 		Input: req.Arguments, Options: []string{"allow", "allow_always", "deny", "deny_always"},
-		ExpiresAt: now.Add(tool.DefaultApprovalTimeout), Status: "pending", answer: make(chan permission.Decision, 1)}
+		ExpiresAt: now.Add(tool.DefaultApprovalTimeout), pending: newPending[permission.Decision]()}
 	if req.SubAgent != "" {
 		ap.SubAgent = req.SessionID
 	}
@@ -66,46 +63,39 @@ func (a *attached) ask(ctx context.Context, req permission.Request) (permission.
 	if a.current != nil {
 		ap.TurnID = a.current.ID
 	}
-	pruneDone(a.approvals, func(ap *approval) bool { return ap.Status != "pending" })
+	data := mustJSON(ap) // before a client can see it and answer
+	pruneDone(a.approvals, func(ap *approval) bool { return !ap.open() })
 	a.approvals[ap.ID] = ap
 	a.mu.Unlock()
-	a.srv.record(ctx, Entry{SessionID: a.s.ID(), Type: "approval.requested", Data: mustJSON(ap)})
+	a.srv.record(ctx, Entry{SessionID: a.s.ID(), Type: "approval.requested", Data: data})
 	if unattended {
-		return a.resolve(ap, permission.Deny, "unattended"), nil
-	}
-	timer := time.NewTimer(time.Until(ap.ExpiresAt))
-	defer timer.Stop()
-	select {
-	case d := <-ap.answer:
+		d, _ := a.resolve(ap, permission.Deny, "unattended")
 		return d, nil
-	case <-timer.C:
-		return a.resolve(ap, permission.Deny, "timeout"), nil
-	case <-ctx.Done():
-		by := "cancel"
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			by = "timeout"
-		}
-		return a.resolve(ap, permission.Deny, by), nil
 	}
+	d, err := ap.wait(ctx, tool.DefaultApprovalTimeout)
+	if err == nil {
+		return d, nil
+	}
+	by := "cancel"
+	if errors.Is(err, errExpired) || errors.Is(err, context.DeadlineExceeded) {
+		by = "timeout"
+	}
+	d, _ = a.resolve(ap, permission.Deny, by)
+	return d, nil
 }
 
-// resolve records an approval's answer once; a later answer finds it
-// resolved. It returns the decision that stands.
-func (a *attached) resolve(ap *approval, d permission.Decision, by string) permission.Decision {
-	a.mu.Lock()
-	if ap.Status != "pending" {
-		d = decisions[ap.Decision]
-		a.mu.Unlock()
-		return d
+// resolve records an approval's answer once, as approval.resolved. It
+// returns the decision that stands and whether it is d.
+func (a *attached) resolve(ap *approval, d permission.Decision, by string) (permission.Decision, bool) {
+	d, given := ap.settle(&a.mu, d, by, func() {
+		now := a.srv.opts.Now().UTC()
+		ap.Decision, ap.Resolved = decisionName(d), &now
+	})
+	if given {
+		a.srv.record(context.Background(), Entry{SessionID: a.s.ID(), Type: "approval.resolved",
+			Data: mustJSON(map[string]any{"approval_id": ap.ID, "decision": decisionName(d), "by": by})})
 	}
-	now := a.srv.opts.Now().UTC()
-	ap.Status, ap.Decision, ap.By, ap.Resolved = "resolved", decisionName(d), by, &now
-	view := *ap
-	a.mu.Unlock()
-	ap.answer <- d
-	a.srv.record(context.Background(), Entry{SessionID: a.s.ID(), Type: "approval.resolved",
-		Data: mustJSON(map[string]any{"approval_id": view.ID, "decision": view.Decision, "by": by})})
-	return d
+	return d, given
 }
 
 func (srv *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
@@ -113,15 +103,7 @@ func (srv *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a.mu.Lock()
-	items := []approval{}
-	for _, ap := range a.approvals {
-		if ap.Status == "pending" {
-			items = append(items, *ap)
-		}
-	}
-	a.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	writeJSON(w, http.StatusOK, map[string]any{"items": listOpen(&a.mu, a.approvals)})
 }
 
 func (srv *Server) answerApproval(w http.ResponseWriter, r *http.Request) {
@@ -143,28 +125,18 @@ func (srv *Server) answerApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Lock()
 	ap := a.approvals[r.PathValue("aid")]
-	var resolved *approval
-	if ap != nil && ap.Status != "pending" {
-		v := *ap
-		resolved = &v
-	}
 	a.mu.Unlock()
-	switch {
-	case ap == nil:
+	if ap == nil {
 		writeProblem(w, problem{Status: http.StatusNotFound, Code: "approval-unknown", Title: "No such approval"})
 		return
-	case resolved != nil:
-		writeProblem(w, problem{Status: http.StatusConflict, Code: "approval-resolved", Title: "The approval was already answered",
-			Detail: "answered " + resolved.Decision + " by " + resolved.By + " at " + resolved.Resolved.Format(time.RFC3339)})
-		return
 	}
-	a.resolve(ap, d, "client")
+	_, given := a.resolve(ap, d, "client")
 	a.mu.Lock()
 	v := *ap
 	a.mu.Unlock()
-	if v.By != "client" {
+	if !given {
 		writeProblem(w, problem{Status: http.StatusConflict, Code: "approval-resolved", Title: "The approval was already answered",
-			Detail: "answered " + v.Decision + " by " + v.By})
+			Detail: "answered " + v.Decision + " by " + v.By + " at " + v.Resolved.Format(time.RFC3339)})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"approval_id": v.ID, "decision": v.Decision, "by": v.By, "resolved_at": v.Resolved})

@@ -59,7 +59,8 @@ func (srv *Server) attach(s *host.Session) *attached {
 	if a, ok := srv.sessions[s.ID()]; ok && a.s == s {
 		return a
 	}
-	a := &attached{srv: srv, s: s, turns: make(map[string]*turnInfo), approvals: make(map[string]*approval)}
+	a := &attached{srv: srv, s: s, turns: make(map[string]*turnInfo), approvals: make(map[string]*approval),
+		elicitations: make(map[string]*elicitation)}
 	a.unsub = s.Subscribe(a.event)
 	s.SetAsker(permission.AskerFunc(a.ask))
 	s.SetElicitor(host.ElicitorFunc(a.elicit))

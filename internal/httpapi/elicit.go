@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -23,11 +24,8 @@ type elicitation struct {
 	Schema    json.RawMessage `json:"schema,omitempty"`
 	URL       string          `json:"url,omitempty"`
 	ExpiresAt time.Time       `json:"expires_at"`
-	Status    string          `json:"status"` // pending or resolved
-	Action    string          `json:"action,omitempty"`
-	By        string          `json:"by,omitempty"`
-
-	answer chan host.ElicitResult
+	pending[host.ElicitResult]
+	Action string `json:"action,omitempty"`
 }
 
 // elicit is the session's Elicitor: an elicitation.requested event and a
@@ -36,48 +34,41 @@ type elicitation struct {
 func (a *attached) elicit(ctx context.Context, e host.Elicitation) (host.ElicitResult, error) {
 	el := &elicitation{ID: uuid.Must(uuid.NewV7()).String(), Server: e.Server, Mode: e.Mode, Message: e.Message,
 		Schema: e.Schema, URL: e.URL, ExpiresAt: a.srv.opts.Now().UTC().Add(tool.DefaultApprovalTimeout),
-		Status: "pending", answer: make(chan host.ElicitResult, 1)}
+		pending: newPending[host.ElicitResult]()}
 	a.mu.Lock()
 	unattended := a.current != nil && a.current.Source == "schedule"
 	if a.current != nil {
 		el.TurnID = a.current.ID
 	}
-	if a.elicitations == nil {
-		a.elicitations = make(map[string]*elicitation)
-	}
-	pruneDone(a.elicitations, func(el *elicitation) bool { return el.Status != "pending" })
+	data := mustJSON(el) // before a client can see it and answer
+	pruneDone(a.elicitations, func(el *elicitation) bool { return !el.open() })
 	a.elicitations[el.ID] = el
 	a.mu.Unlock()
-	a.srv.record(ctx, Entry{SessionID: a.s.ID(), Type: "elicitation.requested", Data: mustJSON(el)})
+	a.srv.record(ctx, Entry{SessionID: a.s.ID(), Type: "elicitation.requested", Data: data})
 	if unattended {
-		return a.settle(el, host.ElicitResult{Action: host.ElicitDecline}, "unattended"), nil
-	}
-	timer := time.NewTimer(time.Until(el.ExpiresAt))
-	defer timer.Stop()
-	select {
-	case r := <-el.answer:
+		r, _ := a.settle(el, host.ElicitResult{Action: host.ElicitDecline}, "unattended")
 		return r, nil
-	case <-timer.C:
-		return a.settle(el, host.ElicitResult{Action: host.ElicitDecline}, "timeout"), nil
-	case <-ctx.Done():
-		return a.settle(el, host.ElicitResult{Action: host.ElicitCancel}, "cancel"), nil
 	}
+	r, err := el.wait(ctx, tool.DefaultApprovalTimeout)
+	switch {
+	case err == nil:
+	case errors.Is(err, errExpired):
+		r, _ = a.settle(el, host.ElicitResult{Action: host.ElicitDecline}, "timeout")
+	default:
+		r, _ = a.settle(el, host.ElicitResult{Action: host.ElicitCancel}, "cancel")
+	}
+	return r, nil
 }
 
-// settle records an elicitation's answer once and returns the one that
-// stands.
-func (a *attached) settle(el *elicitation, r host.ElicitResult, by string) host.ElicitResult {
-	a.mu.Lock()
-	if el.Status != "pending" {
-		a.mu.Unlock()
-		return host.ElicitResult{Action: el.Action}
+// settle records an elicitation's answer once, as elicitation.resolved.
+// It returns the answer that stands and whether it is r.
+func (a *attached) settle(el *elicitation, r host.ElicitResult, by string) (host.ElicitResult, bool) {
+	r, given := el.pending.settle(&a.mu, r, by, func() { el.Action = r.Action })
+	if given {
+		a.srv.record(context.Background(), Entry{SessionID: a.s.ID(), Type: "elicitation.resolved",
+			Data: mustJSON(map[string]string{"elicitation_id": el.ID, "action": r.Action, "by": by})})
 	}
-	el.Status, el.Action, el.By = "resolved", r.Action, by
-	a.mu.Unlock()
-	el.answer <- r
-	a.srv.record(context.Background(), Entry{SessionID: a.s.ID(), Type: "elicitation.resolved",
-		Data: mustJSON(map[string]string{"elicitation_id": el.ID, "action": r.Action, "by": by})})
-	return r
+	return r, given
 }
 
 func (srv *Server) listElicitations(w http.ResponseWriter, r *http.Request) {
@@ -85,15 +76,7 @@ func (srv *Server) listElicitations(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a.mu.Lock()
-	items := []elicitation{}
-	for _, el := range a.elicitations {
-		if el.Status == "pending" {
-			items = append(items, *el)
-		}
-	}
-	a.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	writeJSON(w, http.StatusOK, map[string]any{"items": listOpen(&a.mu, a.elicitations)})
 }
 
 func (srv *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
@@ -117,26 +100,16 @@ func (srv *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Lock()
 	el := a.elicitations[r.PathValue("eid")]
-	var done *elicitation
-	if el != nil && el.Status != "pending" {
-		v := *el
-		done = &v
-	}
 	a.mu.Unlock()
-	switch {
-	case el == nil:
+	if el == nil {
 		writeProblem(w, problem{Status: http.StatusNotFound, Code: "elicitation-unknown", Title: "No such elicitation"})
 		return
-	case done != nil:
-		writeProblem(w, problem{Status: http.StatusConflict, Code: "elicitation-resolved", Title: "The elicitation was already answered",
-			Detail: "answered " + done.Action + " by " + done.By})
-		return
 	}
-	a.settle(el, host.ElicitResult{Action: body.Action, Content: body.Content}, "client")
+	_, given := a.settle(el, host.ElicitResult{Action: body.Action, Content: body.Content}, "client")
 	a.mu.Lock()
 	by, action := el.By, el.Action
 	a.mu.Unlock()
-	if by != "client" {
+	if !given {
 		writeProblem(w, problem{Status: http.StatusConflict, Code: "elicitation-resolved", Title: "The elicitation was already answered",
 			Detail: "answered " + action + " by " + by})
 		return

@@ -93,6 +93,12 @@ func newHarnessWith(t testing.TB, rounds string, more ...host.ExtensionFunc) *ha
 // newHarnessOpts is newHarness with the host's options edited first.
 func newHarnessOpts(t testing.TB, rounds string, edit func(*host.Options)) *harness {
 	t.Helper()
+	return newHarnessAPI(t, rounds, edit, nil)
+}
+
+// newHarnessAPI is newHarnessOpts with the server's options edited too.
+func newHarnessAPI(t testing.TB, rounds string, edit func(*host.Options), editAPI func(*httpapi.Options)) *harness {
+	t.Helper()
 	dbFile := filepath.Join(t.TempDir(), "meka.db")
 	db, err := sqlite.Open(t.Context(), dbFile, sqlite.Options{Feed: rowFeed})
 	if err != nil {
@@ -133,8 +139,12 @@ func newHarnessOpts(t testing.TB, rounds string, edit func(*host.Options)) *harn
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.host.Close(context.Background()) })
-	h.api, err = httpapi.New(httpapi.Options{Host: h.host, Feed: sqliteFeed{db.Feed()}, Token: token, Loopback: true,
-		Profiles: []string{"test"}, RelayProviderErrors: true})
+	aopts := httpapi.Options{Host: h.host, Feed: sqliteFeed{db.Feed()}, Token: token, Loopback: true,
+		Profiles: []string{"test"}, RelayProviderErrors: true}
+	if editAPI != nil {
+		editAPI(&aopts)
+	}
+	h.api, err = httpapi.New(aopts)
 	if err != nil {
 		t.Fatal(err)
 	}

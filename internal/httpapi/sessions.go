@@ -127,7 +127,7 @@ func (srv *Server) recordOf(m session.Meta) record {
 				r.State.Status, r.State.TurnID = "running", a.current.ID
 			}
 			for _, ap := range a.approvals {
-				if ap.Status == "pending" {
+				if ap.open() {
 					r.State.PendingApprovals++
 				}
 			}
