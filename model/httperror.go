@@ -41,6 +41,24 @@ func ClassifyHTTP(provider string, res *http.Response, err, ctxErr error, now ti
 	}
 }
 
+// CallError is the error an adapter's failed call, or a failed read of
+// its reply, reports: a *Error as it is, the caller's cancellation (or a
+// watchdog's timeout) as its cause, a connection failure as a retryable
+// *Error, anything else wrapped as the provider's call.
+func CallError(ctx context.Context, provider string, err error) error {
+	var me *Error
+	if errors.As(err, &me) {
+		return me
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("call %s: %w", provider, context.Cause(ctx))
+	}
+	if IsConnError(err) {
+		return &Error{Provider: provider, Err: err}
+	}
+	return fmt.Errorf("call %s: %w", provider, err)
+}
+
 // retryAfter reads retry-after-ms, which providers send for sub-second
 // waits, or else Retry-After.
 func retryAfter(h http.Header, now time.Time) time.Duration {

@@ -9,22 +9,8 @@ import (
 	"meka.dev/meka/model"
 )
 
-// callError is the error a failed call reports: a *model.Error as it is,
-// the caller's cancellation as its cause, a broken connection as a
-// retryable *model.Error, anything else wrapped.
-func callError(ctx context.Context, err error) error {
-	var me *model.Error
-	if errors.As(err, &me) {
-		return me
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("call anthropic: %w", context.Cause(ctx))
-	}
-	if model.IsConnError(err) {
-		return &model.Error{Provider: Name, Err: err}
-	}
-	return fmt.Errorf("call anthropic: %w", err)
-}
+// callError is model.CallError for this provider.
+func callError(ctx context.Context, err error) error { return model.CallError(ctx, Name, err) }
 
 // readError is the error of a reply cut or garbled in transit: a broken
 // connection, worth a retry while nothing was yielded, or anything else

@@ -4,29 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"meka.dev/meka/model"
 )
 
-// callError is the error a failed exchange, or a failed read of its
-// reply, reports: the caller's cancellation or a watchdog's timeout as
-// such, a connection failure as a retryable *model.Error.
-func callError(ctx context.Context, err error) error {
-	var me *model.Error
-	if errors.As(err, &me) {
-		return me
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("call openai: %w", context.Cause(ctx))
-	}
-	if model.IsConnError(err) {
-		return &model.Error{Provider: Name, Err: err}
-	}
-	return fmt.Errorf("call openai: %w", err)
-}
+// callError is model.CallError for this provider.
+func callError(ctx context.Context, err error) error { return model.CallError(ctx, Name, err) }
 
 // hasError reports an "error" member that is not null.
 func hasError(raw json.RawMessage) bool {
