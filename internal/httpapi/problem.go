@@ -47,6 +47,8 @@ func errStatus(err error) (status int, code, title string) {
 		return http.StatusUnprocessableEntity, "project-unknown", "No such project"
 	case errors.Is(err, host.ErrLevelNotEnabled):
 		return http.StatusUnprocessableEntity, "level-not-enabled", "The permission level is not enabled"
+	case errors.Is(err, errSubAgent):
+		return http.StatusUnprocessableEntity, "subagent-session", "A sub-agent's session is driven through its parent"
 	}
 	return http.StatusInternalServerError, "internal", "meka failed"
 }

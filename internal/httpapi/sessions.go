@@ -50,10 +50,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 // fail writes the problem an error maps to; internal detail is logged,
 // never sent.
 func (srv *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, errSubAgent) {
-		writeProblem(w, problem{Status: http.StatusUnprocessableEntity, Code: "subagent-session", Title: "A sub-agent's session is driven through its parent"})
-		return
-	}
 	status, code, title := errStatus(err)
 	p := problem{Status: status, Code: code, Title: title}
 	var held *session.HeldError
@@ -63,6 +59,7 @@ func (srv *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case status == http.StatusInternalServerError:
 		p.Where = "meka log"
 		srv.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	case errors.Is(err, errSubAgent):
 	default:
 		p.Detail = err.Error()
 	}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"meka.dev/meka/internal/host"
@@ -55,5 +56,11 @@ func TestSubAgentProgressAndListing(t *testing.T) {
 	h.json("GET", "/v1/sessions?parent="+s.ID, nil, http.StatusOK, &page)
 	if len(page.Sessions) != 1 || page.Sessions[0].ID == s.ID {
 		t.Errorf("listing of the parent's children = %+v, want the sub-agent", page.Sessions)
+	}
+	// The sub-agent is driven through its parent: a fork of its own is
+	// refused with a code saying so.
+	child := page.Sessions[0].ID
+	if code, b, _ := h.do("POST", "/v1/sessions/"+child+"/fork", nil); code != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"subagent-session"`) {
+		t.Errorf("fork of the sub-agent: %d %s", code, b)
 	}
 }
