@@ -18,27 +18,43 @@ import (
 const maxErrorBody = 1 << 20
 
 // ClassifyHTTP is what every adapter does with the outcome of one HTTP
-// exchange, so that the provider's text and its Retry-After survive
-// whole: a connection failure (unless ctxErr says the caller gave up) and
-// an error status become an *Error; anything else passes through.
-func ClassifyHTTP(provider string, res *http.Response, err, ctxErr error, now time.Time) (*http.Response, error) {
+// exchange made under ctx, so that the provider's text and its
+// Retry-After survive whole: a connection failure (unless ctx says the
+// caller gave up) and an error status become an *Error; anything else
+// passes through, its body closed when ctx ends, since a transport need
+// not end a blocked read then (HTTP/1's does, others may not) and closing
+// the body does.
+func ClassifyHTTP(ctx context.Context, provider string, res *http.Response, err error, now time.Time) (*http.Response, error) {
 	if err != nil {
-		if ctxErr == nil && IsConnError(err) {
+		if ctx.Err() == nil && IsConnError(err) {
 			return nil, &Error{Provider: provider, Err: err}
 		}
 		return nil, err
 	}
+	body := res.Body
+	res.Body = &cancelBody{ReadCloser: body, stop: context.AfterFunc(ctx, func() { body.Close() })}
 	if res.StatusCode < 400 {
 		return res, nil
 	}
 	defer res.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+	text, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 	return nil, &Error{
 		Provider:   provider,
 		Status:     res.StatusCode,
-		Body:       strings.TrimSpace(string(body)),
+		Body:       strings.TrimSpace(string(text)),
 		RetryAfter: retryAfter(res.Header, now),
 	}
+}
+
+// cancelBody is a reply body that its context's end closes.
+type cancelBody struct {
+	io.ReadCloser
+	stop func() bool
+}
+
+func (b *cancelBody) Close() error {
+	b.stop()
+	return b.ReadCloser.Close()
 }
 
 // CallError is the error an adapter's failed call, or a failed read of

@@ -171,7 +171,7 @@ func (c *Client) post(ctx context.Context, body []byte, accept string) (*http.Re
 		h.Set("X-Api-Key", c.opts.APIKey)
 	}
 	res, err := c.hc.Do(hr)
-	return model.ClassifyHTTP(Name, res, err, ctx.Err(), time.Now())
+	return model.ClassifyHTTP(ctx, Name, res, err, time.Now())
 }
 
 // stream makes one streamed call, passing its events to emit. It returns
@@ -182,7 +182,7 @@ func (c *Client) stream(ctx context.Context, body []byte, emit func(model.Event)
 		return callError(ctx, err)
 	}
 	// Closing the body is what ends a read still under way when the
-	// consumer stops early.
+	// consumer stops early; ClassifyHTTP has it closed when ctx ends.
 	defer res.Body.Close()
 	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
 		// A gateway that does not stream answers with the whole message.

@@ -192,10 +192,7 @@ func (c *Client) Stream(ctx context.Context, req *model.Request) iter.Seq2[model
 			if err != nil {
 				return err
 			}
-			defer res.Body.Close()
-			// A transport need not end a blocked read when ctx ends (the
-			// HTTP/1 one does, others may not); closing the body does.
-			defer context.AfterFunc(ctx, func() { res.Body.Close() })()
+			defer res.Body.Close() // and closed when ctx ends (ClassifyHTTP)
 			if c.opts.NoStream || isJSON(res.Header) {
 				// Asked for whole, or a server that does not stream
 				// answered whole anyway.
@@ -224,7 +221,7 @@ func (c *Client) post(ctx context.Context, body []byte) (*http.Response, error) 
 		hr.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}
 	res, err := c.hc.Do(hr)
-	res, err = model.ClassifyHTTP(Name, res, err, ctx.Err(), time.Now())
+	res, err = model.ClassifyHTTP(ctx, Name, res, err, time.Now())
 	if err != nil {
 		return nil, callError(ctx, err)
 	}
