@@ -82,6 +82,9 @@ func (srv *Server) detach(id string) {
 // open attaches to the session id, opening it on the host if needed.
 func (srv *Server) open(ctx context.Context, id string) (*attached, error) {
 	if s, ok := srv.opts.Host.Get(id); ok {
+		if s.Meta().ParentID != "" {
+			return nil, errSubAgent // held while its parent's call runs, or after
+		}
 		return srv.attach(s), nil
 	}
 	meta, err := srv.opts.Host.Store().Get(ctx, id)

@@ -57,10 +57,20 @@ func TestSubAgentProgressAndListing(t *testing.T) {
 	if len(page.Sessions) != 1 || page.Sessions[0].ID == s.ID {
 		t.Errorf("listing of the parent's children = %+v, want the sub-agent", page.Sessions)
 	}
-	// The sub-agent is driven through its parent: a fork of its own is
-	// refused with a code saying so.
+	// The sub-agent is driven through its parent, though this host still
+	// holds its session: a turn, a steer or a fork of its own is refused
+	// with a code saying so, and no turn starts.
 	child := page.Sessions[0].ID
-	if code, b, _ := h.do("POST", "/v1/sessions/"+child+"/fork", nil); code != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"subagent-session"`) {
-		t.Errorf("fork of the sub-agent: %d %s", code, b)
+	turn := map[string]any{"input": []map[string]string{{"type": "text", "text": "hi"}}}
+	for _, c := range []struct {
+		path string
+		body any
+	}{{"/turns", turn}, {"/inbox", map[string]any{"text": "hi", "start_if_idle": true}}, {"/fork", nil}} {
+		if code, b, _ := h.do("POST", "/v1/sessions/"+child+c.path, c.body); code != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"subagent-session"`) {
+			t.Errorf("POST %s of the sub-agent: %d %s", c.path, code, b)
+		}
+	}
+	if n := len(h.prov.Requests()); n != 5 {
+		t.Errorf("%d requests reached the model, want the script's 5", n)
 	}
 }
