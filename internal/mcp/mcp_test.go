@@ -190,6 +190,14 @@ func TestStdioToolsAndResults(t *testing.T) {
 	if fi, _ := os.Stat(files[0]); fi.Size() != 200001 {
 		t.Fatalf("scratch file has %d bytes", fi.Size())
 	}
+	// Arguments that are not an object, which the registry's validation
+	// would refuse, are refused by the tool itself too, as a failed result
+	// naming the problem rather than an error ending the turn.
+	e, _ := r.Get("mcp__t__echo")
+	res, err = e.Run(t.Context(), tool.Call{ID: "c2", Name: "mcp__t__echo", Arguments: json.RawMessage(`["hi"]`)})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "mcp__t__echo was not run: the arguments are not a JSON object") {
+		t.Fatalf("echo with an array = %+v, %v", res, err)
+	}
 	// A schema the validator cannot express is passed through; the
 	// server validates.
 	tl, _ := r.Get("mcp__t__refs")
