@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"internal/config":         {"permission"},
 	"internal/skills":         {},
 	"internal/termsafe":       {},
+	"internal/storerec":       {},
 	// L1
 	"session":             {"model"},
 	"session/sessiontest": {"session", "model"},
@@ -47,8 +48,8 @@ var allowed = map[string][]string{
 	"internal/mcp":             {"tool", "model", "permission", "internal/sandbox", "internal/imaging"},
 	"internal/mcp/mcptest":     {},
 	"internal/rowcodec":        {"session", "model"},
-	"internal/sqlite":          {"session", "model", "internal/rowcodec"},
-	"internal/postgres":        {"session", "model", "internal/rowcodec"},
+	"internal/sqlite":          {"session", "model", "internal/rowcodec", "internal/storerec"},
+	"internal/postgres":        {"session", "model", "internal/rowcodec", "internal/storerec"},
 	"internal/postgres/pgtest": {},
 	"internal/prompt":          {"model", "session", "internal/skills"},
 	// L3

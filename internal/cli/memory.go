@@ -11,20 +11,27 @@ import (
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/memory"
-	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/internal/storerec"
 )
 
 func init() { extraCommands = append(extraCommands, newProjectsCmd, newMemoriesCmd) }
 
-// memoryStore adapts the SQLite memories to memory.Store.
-type memoryStore struct{ m *sqlite.Memories }
+// memoryStore adapts either store's memories to memory.Store.
+type memoryStore struct {
+	m interface {
+		List(ctx context.Context, project string, limit int) ([]storerec.Memory, error)
+		Get(ctx context.Context, project, id string) (storerec.Memory, error)
+		Put(ctx context.Context, project, id, text string) (storerec.Memory, error)
+		Delete(ctx context.Context, project, id string) (storerec.Memory, error)
+	}
+}
 
-func note(m sqlite.Memory) memory.Note {
+func note(m storerec.Memory) memory.Note {
 	return memory.Note{ID: m.ID, Text: m.Text, Updated: m.UpdatedAt}
 }
 
 func noteErr(err error) error {
-	if errors.Is(err, sqlite.ErrNoMemory) {
+	if errors.Is(err, storerec.ErrNoMemory) {
 		return fmt.Errorf("%w: %w", memory.ErrNotFound, err)
 	}
 	return err

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"meka.dev/meka/internal/storerec"
 	"meka.dev/meka/session"
 )
 
@@ -19,19 +19,10 @@ import (
 const feedLock = 0x66656564
 
 // FeedEntry is an event to store in the feed.
-type FeedEntry struct {
-	SessionID string
-	Turn      int64
-	Type      string
-	Data      json.RawMessage
-}
+type FeedEntry = storerec.FeedEntry
 
 // FeedEvent is a stored event: an entry with its id and time.
-type FeedEvent struct {
-	ID int64
-	FeedEntry
-	Time time.Time
-}
+type FeedEvent = storerec.FeedEvent
 
 // FeedOf maps rows appended to a session to the feed events they cause;
 // Options.Feed sets it, and Append stores its events in the transaction

@@ -6,24 +6,21 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"meka.dev/meka/internal/storerec"
 )
 
 // Errors of the project and memory stores, for errors.Is.
 var (
 	ErrNoProject     = errors.New("no such project")
 	ErrProjectExists = errors.New("project already exists")
-	ErrNoMemory      = errors.New("no such memory")
+	ErrNoMemory      = storerec.ErrNoMemory
 )
 
 // Project is a name sessions can be on.
-type Project struct {
-	Name      string
-	Dir       string
-	CreatedAt time.Time
-}
+type Project = storerec.Project
 
 // Projects is the project store kept in a DB. It is safe for concurrent use.
 type Projects struct{ db *DB }
@@ -85,15 +82,7 @@ func (p *Projects) List(ctx context.Context) ([]Project, error) {
 }
 
 // Memory is one note.
-type Memory struct {
-	// ID is "m" and a number, unique across scopes.
-	ID string
-	// Project is the scope: a project's name, or "" for the user's own.
-	Project   string
-	Text      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
+type Memory = storerec.Memory
 
 // Memories is the memory store kept in a DB. It is safe for concurrent use.
 type Memories struct{ db *DB }

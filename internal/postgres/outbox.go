@@ -8,15 +8,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"meka.dev/meka/internal/storerec"
 )
 
 // Delivery is one event owed to one webhook endpoint.
-type Delivery struct {
-	ID       int64
-	Endpoint string
-	Attempt  int
-	Event    FeedEvent
-}
+type Delivery = storerec.Delivery
 
 // Outbox is the database's webhook outbox, shared by every host: rows are
 // copied from the feed past each endpoint's cursor, keyed by (endpoint,

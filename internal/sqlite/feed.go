@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"time"
 
+	"meka.dev/meka/internal/storerec"
 	"meka.dev/meka/session"
 )
 
@@ -26,19 +26,10 @@ CREATE INDEX feed_by_session ON feed (session_id, id);
 `
 
 // FeedEntry is an event to store in the feed.
-type FeedEntry struct {
-	SessionID string
-	Turn      int64
-	Type      string
-	Data      json.RawMessage
-}
+type FeedEntry = storerec.FeedEntry
 
 // FeedEvent is a stored event: an entry with its id and time.
-type FeedEvent struct {
-	ID int64
-	FeedEntry
-	Time time.Time
-}
+type FeedEvent = storerec.FeedEvent
 
 // FeedOf maps rows appended to a session to the feed events they cause;
 // Options.Feed sets it, and Append stores its events in the transaction

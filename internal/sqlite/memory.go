@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
+
+	"meka.dev/meka/internal/storerec"
 )
 
 // memorySchema holds projects (names a session can be on) and memories
@@ -33,15 +34,11 @@ CREATE INDEX memories_by_project ON memories (project, updated_at DESC, id DESC)
 var (
 	ErrNoProject     = errors.New("no such project")
 	ErrProjectExists = errors.New("project already exists")
-	ErrNoMemory      = errors.New("no such memory")
+	ErrNoMemory      = storerec.ErrNoMemory
 )
 
 // Project is a name sessions can be on.
-type Project struct {
-	Name      string
-	Dir       string
-	CreatedAt time.Time
-}
+type Project = storerec.Project
 
 // Projects is the project store kept in a DB. It is safe for concurrent use.
 type Projects struct{ db *DB }
@@ -109,15 +106,7 @@ func (p *Projects) List(ctx context.Context) ([]Project, error) {
 }
 
 // Memory is one note.
-type Memory struct {
-	// ID is "m" and a number, unique across scopes.
-	ID string
-	// Project is the scope: a project's name, or "" for the user's own.
-	Project   string
-	Text      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
+type Memory = storerec.Memory
 
 // Memories is the memory store kept in a DB. It is safe for concurrent use.
 type Memories struct{ db *DB }

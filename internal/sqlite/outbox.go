@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"meka.dev/meka/internal/storerec"
 )
 
 // outboxSchema holds webhook deliveries. Rows are copied from the feed
@@ -35,12 +37,7 @@ CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_at);
 `
 
 // Delivery is one event owed to one webhook endpoint.
-type Delivery struct {
-	ID       int64
-	Endpoint string
-	Attempt  int
-	Event    FeedEvent
-}
+type Delivery = storerec.Delivery
 
 // Outbox is the database's webhook outbox.
 type Outbox struct{ db *DB }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"meka.dev/meka/internal/storerec"
 	"meka.dev/meka/session"
 )
 
@@ -49,38 +50,8 @@ var (
 	ErrTooManyJobs  = errors.New("session has too many jobs")
 )
 
-// Job is a scheduled job as the store keeps it. Times are UTC, to the
-// microsecond; a zero time is unset.
-type Job struct {
-	ID        string
-	SessionID string
-	Prompt    string
-	// Kind is "every", "cron" or "once".
-	Kind string
-	// Spec is the interval as written or the cron expression; empty for
-	// a one-shot.
-	Spec     string
-	Interval time.Duration
-	Zone     string
-	Cwd      string
-	// Gate is the gate as JSON; empty when the job is ungated.
-	Gate string
-	// Level is the session's level, by name, when the job was created.
-	Level string
-	// Baseline is the gate's last observation, when HasBaseline.
-	Baseline    string
-	HasBaseline bool
-	NextAt      time.Time
-	CreatedAt   time.Time
-	LastFiredAt time.Time
-	// LeaseOwner holds the current occurrence until LeaseUntil; empty
-	// when nobody does.
-	LeaseOwner   string
-	LeaseUntil   time.Time
-	FailedClaims int
-	// Held says why the job is parked; empty when it is not.
-	Held string
-}
+// Job is a scheduled job as the store keeps it.
+type Job = storerec.Job
 
 // Schedules is the schedule store kept in a DB. It is safe for concurrent
 // use, and by several processes sharing the file: every change of a job's
@@ -279,17 +250,7 @@ WHERE held = '' AND next_at <= ?1 AND lease_until <= ?1 ORDER BY next_at, id LIM
 }
 
 // Claim asks for the leases on due occurrences.
-type Claim struct {
-	IDs   []string
-	Owner string
-	// Now is the claimant's clock; Until is when its lease runs out.
-	Now, Until time.Time
-	// MaxFailed parks a job instead of claiming it once this many of its
-	// claims have ended in neither a delivery nor a handback; 0 never
-	// parks. Held is the reason then recorded.
-	MaxFailed int
-	Held      string
-}
+type Claim = storerec.Claim
 
 // Claim takes the leases on the due occurrences of c.IDs in one
 // statement, a conditional write per row: a job is claimed only while its
@@ -331,16 +292,8 @@ RETURNING `+jobColumns,
 	return jobs, wrapErr("claim jobs", err)
 }
 
-// Advance moves a job the caller holds the lease on to its next
-// occurrence and ends the lease: the occurrence was delivered, or
-// declined and spent. The failed-claims count starts over.
-type Advance struct {
-	NextAt time.Time
-	// FiredAt, when set, records a delivered turn.
-	FiredAt time.Time
-	// Baseline, when set, replaces the gate's stored observation.
-	Baseline *string
-}
+// Advance ends a delivered or spent occurrence: it moves a job to its next occurrence and ends the lease.
+type Advance = storerec.Advance
 
 // Advance applies a to the job if owner still holds its lease, and
 // reports whether it did; a job canceled meanwhile is left gone.

@@ -1,0 +1,115 @@
+// Package storerec holds the records internal/sqlite and internal/postgres
+// both keep: feed events, webhook deliveries, projects, memories and
+// scheduled jobs. The stores differ in SQL, not in what they return, so
+// they name these types (by alias) and the composition root adapts one
+// set of them to its consumers instead of one set per store.
+//
+// It imports nothing of meka's.
+package storerec
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrNoMemory reports a memory that does not exist, from either store.
+var ErrNoMemory = errors.New("no such memory")
+
+// FeedEntry is an event to store in the feed.
+type FeedEntry struct {
+	SessionID string
+	Turn      int64
+	Type      string
+	Data      json.RawMessage
+}
+
+// FeedEvent is a stored event: an entry with its id and time.
+type FeedEvent struct {
+	ID int64
+	FeedEntry
+	Time time.Time
+}
+
+// Delivery is one event owed to one webhook endpoint.
+type Delivery struct {
+	ID       int64
+	Endpoint string
+	Attempt  int
+	Event    FeedEvent
+}
+
+// Project is a name sessions can be on.
+type Project struct {
+	Name      string
+	Dir       string
+	CreatedAt time.Time
+}
+
+// Memory is one note.
+type Memory struct {
+	// ID is "m" and a number, unique across scopes.
+	ID string
+	// Project is the scope: a project's name, or "" for the user's own.
+	Project   string
+	Text      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Job is a scheduled job as the store keeps it. Times are UTC, to the
+// microsecond; a zero time is unset.
+type Job struct {
+	ID        string
+	SessionID string
+	Prompt    string
+	// Kind is "every", "cron" or "once".
+	Kind string
+	// Spec is the interval as written or the cron expression; empty for
+	// a one-shot.
+	Spec     string
+	Interval time.Duration
+	Zone     string
+	Cwd      string
+	// Gate is the gate as JSON; empty when the job is ungated.
+	Gate string
+	// Level is the session's level, by name, when the job was created.
+	Level string
+	// Baseline is the gate's last observation, when HasBaseline.
+	Baseline    string
+	HasBaseline bool
+	NextAt      time.Time
+	CreatedAt   time.Time
+	LastFiredAt time.Time
+	// LeaseOwner holds the current occurrence until LeaseUntil; empty
+	// when nobody does.
+	LeaseOwner   string
+	LeaseUntil   time.Time
+	FailedClaims int
+	// Held says why the job is parked; empty when it is not.
+	Held string
+}
+
+// Claim asks for the leases on due occurrences.
+type Claim struct {
+	IDs   []string
+	Owner string
+	// Now is the claimant's clock; Until is when its lease runs out.
+	Now, Until time.Time
+	// MaxFailed parks a job instead of claiming it once this many of its
+	// claims have ended in neither a delivery nor a handback; 0 never
+	// parks. Held is the reason then recorded.
+	MaxFailed int
+	Held      string
+}
+
+// Advance moves a job the caller holds the lease on to its next
+// occurrence and ends the lease: the occurrence was delivered, or
+// declined and spent. The failed-claims count starts over.
+type Advance struct {
+	NextAt time.Time
+	// FiredAt, when set, records a delivered turn.
+	FiredAt time.Time
+	// Baseline, when set, replaces the gate's stored observation.
+	Baseline *string
+}
