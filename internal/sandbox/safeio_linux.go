@@ -14,13 +14,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrNotRegular is returned by ReadFile for a path that is not a regular
-// file (a directory, a device, a FIFO).
-var ErrNotRegular = errors.New("not a regular file")
-
-// Open opens path for reading after checking it against roots, then checks
-// the opened file again, so that a symlink swapped in between cannot lead
-// the read out of the roots. Relative paths resolve against the roots' cwd.
+// Open opens the regular file at path for reading after checking it
+// against roots, then checks the opened file again, so that a symlink
+// swapped in between cannot lead the read out of the roots. Relative paths
+// resolve against the roots' cwd. Anything but a regular file (a FIFO, a
+// device, a directory) is refused with ErrNotRegular before a read could
+// block on it.
 func Open(path string, roots *Roots) (*os.File, error) {
 	return opener{}.open(path, roots)
 }
@@ -78,12 +77,22 @@ func (o opener) open(path string, roots *Roots) (*os.File, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	// O_NONBLOCK kept a FIFO from blocking the open; reads should block.
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
+	f := os.NewFile(uintptr(fd), canon)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return os.NewFile(uintptr(fd), canon), nil
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, NotRegular("open", path, fi.Mode())
+	}
+	// O_NONBLOCK kept a FIFO from blocking the open; reads should block.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return f, nil
 }
 
 func (o opener) readFile(path string, roots *Roots) ([]byte, error) {
@@ -92,13 +101,6 @@ func (o opener) readFile(path string, roots *Roots) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read %s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
-	}
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

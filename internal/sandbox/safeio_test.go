@@ -8,7 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestWriteFileAtomic(t *testing.T) {
@@ -71,6 +74,42 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := ReadFile("sub", w.roots); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("ReadFile(dir) = %v, want ErrNotRegular", err)
+	}
+}
+
+// Open refuses what a read could block on, inside the roots as well: a
+// FIFO with a writer that never writes would hold the read for ever.
+func TestOpenRefusesSpecialFiles(t *testing.T) {
+	w := newWorkspace(t)
+	fifo := w.ws + "/pipe"
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A writer that holds the FIFO open and writes nothing.
+	wr, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wr.Close()
+	for _, p := range []string{"pipe", "sub"} {
+		f, err := Open(p, w.roots)
+		if err == nil {
+			f.Close()
+		}
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), p) {
+			t.Errorf("Open(%q) = %v, want ErrNotRegular naming it", p, err)
+		}
+	}
+	if _, err := ReadFile("pipe", w.roots); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("ReadFile(fifo) = %v, want ErrNotRegular", err)
+	}
+	f, err := Open("in.txt", w.roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b, err := io.ReadAll(f); err != nil || string(b) != "inside\n" {
+		t.Errorf("Open(in.txt) read %q, %v", b, err)
 	}
 }
 

@@ -105,31 +105,15 @@ func (Disk) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// errNotRegular refuses a FIFO, a device, a socket or a directory.
-var errNotRegular = errors.New("not a regular file")
-
 // checkRegular refuses a path that exists and is not a regular file,
-// naming what it is; the opens check again, against a swap.
+// naming what it is, before any FS (an editor's among them) is asked for
+// it; the opens check again, against a swap.
 func checkRegular(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().IsRegular() {
 		return nil // a missing file is the caller's to report
 	}
-	return &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", errNotRegular, fileType(fi.Mode()))}
-}
-
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m.IsDir():
-		return "a directory"
-	}
-	return m.Type().String()
+	return sandbox.NotRegular("open", path, fi.Mode())
 }
 
 // openRegular opens path for reading and refuses anything but a regular
@@ -147,7 +131,7 @@ func openRegular(path string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", errNotRegular, fileType(fi.Mode()))}
+		return nil, sandbox.NotRegular("read", path, fi.Mode())
 	}
 	// Reads of a regular file never block; the mode is only for the open.
 	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
@@ -179,7 +163,7 @@ func writeAtomic(path string, data []byte) (err error) {
 	switch fi, err := os.Stat(target); {
 	case err == nil:
 		if !fi.Mode().IsRegular() {
-			return &fs.PathError{Op: "write", Path: path, Err: errors.New("not a regular file")}
+			return sandbox.NotRegular("write", path, fi.Mode())
 		}
 		mode = fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 	case errors.Is(err, fs.ErrNotExist):
