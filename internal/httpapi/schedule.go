@@ -10,6 +10,7 @@ import (
 
 	"meka.dev/meka/internal/schedule"
 	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
 )
 
 type jobView struct {
@@ -54,20 +55,31 @@ func (srv *Server) jobView(r *http.Request, j schedule.Job) jobView {
 	if j.Held != "" {
 		v.Parked = &parked{Reason: j.Held, FailedClaims: j.FailedClaims}
 	}
-	// The level the session holds now, fail-closed when it cannot be read.
-	level := permission.None
-	if m, err := srv.opts.Host.Store().Get(r.Context(), j.SessionID); err == nil {
-		if l, err := permission.ParseLevel(m.Permission); err == nil {
-			level = l
-		}
-	}
-	if s, ok := srv.opts.Host.Get(j.SessionID); ok {
-		level = s.Level()
-	}
 	if srv.opts.Schedules != nil {
-		v.Withheld = srv.opts.Schedules.NotFiring(j, level)
+		v.Withheld = srv.opts.Schedules.NotFiring(j, srv.levelOf(r.Context(), j.SessionID, nil))
 	}
 	return v
+}
+
+// levelOf is the level session id holds now: the live session's when this
+// host holds it, else its row's (m when the caller has read it), failing
+// closed at none when that cannot be read.
+func (srv *Server) levelOf(ctx context.Context, id string, m *session.Meta) permission.Level {
+	if s, ok := srv.opts.Host.Get(id); ok {
+		return s.Level()
+	}
+	if m == nil {
+		got, err := srv.opts.Host.Store().Get(ctx, id)
+		if err != nil {
+			return permission.None
+		}
+		m = &got
+	}
+	l, err := permission.ParseLevel(m.Permission)
+	if err != nil {
+		return permission.None
+	}
+	return l
 }
 
 func (srv *Server) jobs(w http.ResponseWriter, r *http.Request, sessionID string) {
@@ -115,13 +127,7 @@ func (srv *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem{Status: http.StatusRequestEntityTooLarge, Code: "body-too-large", Title: "The request body is too large"})
 		return
 	}
-	level, err := permission.ParseLevel(m.Permission)
-	if err != nil {
-		level = permission.None
-	}
-	if s, ok := srv.opts.Host.Get(m.ID); ok {
-		level = s.Level()
-	}
+	level := srv.levelOf(r.Context(), m.ID, &m)
 	j, _, err := srv.opts.Schedules.Create(r.Context(), m.ID, m.Cwd, level, body)
 	var refused *schedule.RefusedError
 	switch {
