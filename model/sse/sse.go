@@ -77,7 +77,8 @@ func (r *Reader) Next() (Event, error) {
 				continue
 			}
 			ev := Event{Type: r.typ, Data: r.data, ID: r.id}
-			r.typ, r.data, r.hasAny = "", r.data[:0:0], false
+			// Data is valid until the next call, so its buffer is reused.
+			r.typ, r.data, r.hasAny = "", r.data[:0], false
 			return ev, nil
 		}
 		r.field(line)

@@ -109,3 +109,14 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// Next reuses the buffer of the Data it returned, which is valid until the
+// next call: a long stream reads with no allocation per event.
+func TestNextAllocatesNoDataPerEvent(t *testing.T) {
+	r := NewReader(strings.NewReader(strings.Repeat("data: {\"delta\":\"some text\"}\n\n", 300)))
+	var err error
+	allocs := testing.AllocsPerRun(200, func() { _, err = r.Next() })
+	if err != nil || allocs != 0 {
+		t.Fatalf("%v allocations per event (err %v), want 0", allocs, err)
+	}
+}
