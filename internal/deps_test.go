@@ -65,8 +65,9 @@ var allowed = map[string][]string{
 		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool", "internal/prompt",
 		// The skill tools the host gives every session read and write skills.
 		"internal/skills", "internal/subagent", "internal/mcp"},
-	"internal/schedule/sqlitestore":  {"internal/schedule", "internal/sqlite"},
-	"internal/schedule/pgstore":      {"internal/schedule", "internal/postgres"},
+	"internal/schedule/sqlstore":     {"internal/schedule", "internal/storerec"},
+	"internal/schedule/sqlitestore":  {"internal/schedule", "internal/schedule/sqlstore", "internal/sqlite"},
+	"internal/schedule/pgstore":      {"internal/schedule", "internal/schedule/sqlstore", "internal/postgres"},
 	"internal/schedule/scheduletest": {"internal/schedule", "session"},
 	"internal/schedule":              {"internal/schedule/cron", "internal/sandbox", "session", "tool", "permission", "model", "agent"},
 	// L5: front doors never import each other.

@@ -16,9 +16,9 @@ import (
 
 // Errors of the schedule store.
 var (
-	ErrJobNotFound  = errors.New("job not found")
-	ErrJobAmbiguous = errors.New("job id prefix is ambiguous")
-	ErrTooManyJobs  = errors.New("session has too many jobs")
+	ErrJobNotFound  = storerec.ErrJobNotFound
+	ErrJobAmbiguous = storerec.ErrJobAmbiguous
+	ErrTooManyJobs  = storerec.ErrTooManyJobs
 )
 
 // jobsChannel is the NOTIFY channel a new or changed job is announced on.

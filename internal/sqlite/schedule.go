@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -45,9 +44,9 @@ CREATE INDEX schedule_jobs_by_session ON schedule_jobs (session_id, next_at);
 
 // Errors of the schedule store.
 var (
-	ErrJobNotFound  = errors.New("job not found")
-	ErrJobAmbiguous = errors.New("job id prefix is ambiguous")
-	ErrTooManyJobs  = errors.New("session has too many jobs")
+	ErrJobNotFound  = storerec.ErrJobNotFound
+	ErrJobAmbiguous = storerec.ErrJobAmbiguous
+	ErrTooManyJobs  = storerec.ErrTooManyJobs
 )
 
 // Job is a scheduled job as the store keeps it.

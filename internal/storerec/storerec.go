@@ -13,8 +13,13 @@ import (
 	"time"
 )
 
-// ErrNoMemory reports a memory that does not exist, from either store.
-var ErrNoMemory = errors.New("no such memory")
+// Errors both stores return, for errors.Is.
+var (
+	ErrNoMemory     = errors.New("no such memory")
+	ErrJobNotFound  = errors.New("job not found")
+	ErrJobAmbiguous = errors.New("job id prefix is ambiguous")
+	ErrTooManyJobs  = errors.New("session has too many jobs")
+)
 
 // FeedEntry is an event to store in the feed.
 type FeedEntry struct {
