@@ -3,15 +3,14 @@ package host_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/mcp"
+	"meka.dev/meka/internal/mcp/mcptest"
 	"meka.dev/meka/tool"
 )
 
@@ -19,12 +18,11 @@ import (
 // call goes to the front door attached to the session, a sub-agent's to
 // its parent's, and with nobody attached it is declined with a notice.
 func TestMCPToolsAndElicitation(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcptestserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "meka.dev/meka/internal/mcp/mcptest/mcptestserver").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	m := mcp.New(mcp.Options{Servers: []mcp.Server{{Name: "t", Command: bin, EnabledTools: []string{"ask"}}},
-		Env: []string{"PATH=" + os.Getenv("PATH")}})
+	// The server in process over HTTP: the transport is package mcp's to
+	// test, and building the stdio binary would cost this test a go build.
+	ts := httptest.NewServer(mcptest.Handler(mcptest.New(mcptest.Options{})))
+	defer ts.Close()
+	m := mcp.New(mcp.Options{Servers: []mcp.Server{{Name: "t", URL: ts.URL, EnabledTools: []string{"ask"}}}})
 	m.Start(t.Context())
 	defer m.Close()
 	if err := m.Wait(t.Context()); err != nil {
