@@ -57,7 +57,7 @@ var allowed = map[string][]string{
 	"plan/checklist":    {"plan", "agent", "tool", "session", "model", "permission"},
 	"plan/todo":         {"plan", "agent", "tool", "session", "model", "permission"},
 	"plan/writetodos":   {"plan", "agent", "tool", "session", "model", "permission"},
-	"internal/subagent": {"agent", "tool", "session", "model", "permission"},
+	"internal/subagent": {"agent", "tool", "session", "model", "permission", "internal/skills"},
 	"internal/memory":   {"agent", "tool", "session", "model", "permission"},
 	// L4
 	// host satisfies subagent.Spawner, so it knows the interface's types.

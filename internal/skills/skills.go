@@ -66,29 +66,45 @@ type frontMatter struct {
 // malformed.
 var ErrFrontMatter = errors.New("bad front matter")
 
+// SplitFrontMatter cuts the YAML front matter off a Markdown file (a
+// SKILL.md, a sub-agent's definition): the lines between a first "---"
+// line and the next. A leading byte order mark is dropped and CRLF line
+// ends read as LF. Without a head opened and closed, ok is false and body
+// is the whole text so normalised.
+func SplitFrontMatter(data []byte) (head, body []byte, ok bool) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
+	rest, found := bytes.CutPrefix(data, []byte("---\n"))
+	if !found {
+		return nil, data, false
+	}
+	if b, found := bytes.CutPrefix(rest, []byte("---\n")); found {
+		return nil, b, true // an empty head
+	}
+	if h, b, found := bytes.Cut(rest, []byte("\n---\n")); found {
+		return h, b, true
+	}
+	if h, found := bytes.CutSuffix(rest, []byte("\n---")); found {
+		return h, nil, true
+	}
+	return nil, data, false
+}
+
 // Parse reads a SKILL.md whose directory is named dirName.
 func Parse(dirName string, data []byte) (Skill, error) {
-	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	text := strings.ReplaceAll(string(data), "\r\n", "\n")
-	rest, ok := strings.CutPrefix(text, "---\n")
-	if !ok {
+	head, body, ok := SplitFrontMatter(data)
+	if !ok && !bytes.HasPrefix(body, []byte("---\n")) {
 		return Skill{}, fmt.Errorf("%w: SKILL.md must start with a --- line", ErrFrontMatter)
-	}
-	head, body, ok := strings.Cut(rest, "\n---\n")
-	if !ok {
-		if h, found := strings.CutSuffix(rest, "\n---"); found {
-			head, body, ok = h, "", true
-		}
 	}
 	if !ok {
 		return Skill{}, fmt.Errorf("%w: no closing --- line", ErrFrontMatter)
 	}
 	var fm frontMatter
-	if err := yaml.Unmarshal([]byte(head), &fm); err != nil {
+	if err := yaml.Unmarshal(head, &fm); err != nil {
 		return Skill{}, fmt.Errorf("%w: %v", ErrFrontMatter, err)
 	}
 	s := Skill{Name: fm.Name, Description: strings.TrimSpace(fm.Description), DisableModelInvocation: fm.DisableModelInvocation,
-		Body: strings.TrimSpace(body)}
+		Body: strings.TrimSpace(string(body))}
 	switch {
 	case !ValidName(s.Name):
 		return Skill{}, fmt.Errorf("%w: name %q is not 1 to %d lowercase letters, digits and hyphens", ErrFrontMatter, s.Name, MaxNameLen)

@@ -77,3 +77,21 @@ func TestRenderRoundTrip(t *testing.T) {
 		t.Fatalf("%+v %v\n%s", s, err, b)
 	}
 }
+
+func TestSplitFrontMatter(t *testing.T) {
+	for _, tc := range []struct {
+		in, head, body string
+		ok             bool
+	}{
+		{"\ufeff---\r\nname: a\r\n---\r\nbody\r\n", "name: a", "body\n", true},
+		{"---\n---\nbody\n---\nmore\n", "", "body\n---\nmore\n", true},
+		{"---\nname: a\n---", "name: a", "", true},
+		{"---\nname: a\n", "", "---\nname: a\n", false},
+		{"# no head\r\n", "", "# no head\n", false},
+	} {
+		head, body, ok := skills.SplitFrontMatter([]byte(tc.in))
+		if string(head) != tc.head || string(body) != tc.body || ok != tc.ok {
+			t.Errorf("SplitFrontMatter(%q) = %q, %q, %v; want %q, %q, %v", tc.in, head, body, ok, tc.head, tc.body, tc.ok)
+		}
+	}
+}

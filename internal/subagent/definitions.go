@@ -1,7 +1,6 @@
 package subagent
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"meka.dev/meka/internal/skills"
 	"meka.dev/meka/permission"
 )
 
@@ -178,11 +178,9 @@ func readDefinition(path string, claude bool, log *slog.Logger) (Definition, err
 // ParseDefinition reads a definition's text; claude maps Claude Code's
 // tool names, and unknown is told each front matter field it ignores.
 func ParseDefinition(data []byte, claude bool, unknown func(field string)) (Definition, error) {
-	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
-	head, body, ok := splitFrontMatter(data)
+	head, body, ok := skills.SplitFrontMatter(data)
 	if !ok {
-		return Definition{Prompt: strings.TrimSpace(string(data))}, nil
+		return Definition{Prompt: strings.TrimSpace(string(body))}, nil
 	}
 	var fm frontMatter
 	if err := yaml.Unmarshal(head, &fm); err != nil {
@@ -227,24 +225,6 @@ func ParseDefinition(data []byte, claude bool, unknown func(field string)) (Defi
 		def.Tools = append(def.Tools, t)
 	}
 	return def, nil
-}
-
-// splitFrontMatter cuts a leading "---" block off data.
-func splitFrontMatter(data []byte) (head, body []byte, ok bool) {
-	rest, found := bytes.CutPrefix(data, []byte("---\n"))
-	if !found {
-		return nil, data, false
-	}
-	if h, b, found := bytes.Cut(rest, []byte("\n---\n")); found {
-		return h, b, true
-	}
-	if h, found := bytes.CutSuffix(rest, []byte("\n---")); found {
-		return h, nil, true
-	}
-	if h, b, found := bytes.Cut(rest, []byte("---\n")); found && len(h) == 0 {
-		return h, b, true
-	}
-	return nil, data, false
 }
 
 func validName(s string) bool {
