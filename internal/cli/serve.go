@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -82,14 +83,7 @@ func serveToken(dataDir string) (string, error) {
 	case !errors.Is(err, fs.ErrExist):
 		return "", fmt.Errorf("create token: %w", err)
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("read token: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("the token file %s can be read by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
+	b, err := readPrivate(path, "token file")
 	if err != nil {
 		return "", fmt.Errorf("read token: %w", err)
 	}
@@ -175,14 +169,7 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 func webhooks(cfgs []config.Webhook) ([]httpapi.Webhook, error) {
 	var out []httpapi.Webhook
 	for _, c := range cfgs {
-		fi, err := os.Stat(c.SecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("webhook %s: secret_file: %w", c.Name, err)
-		}
-		if fi.Mode().Perm()&0o077 != 0 {
-			return nil, fmt.Errorf("webhook %s: the secret file %s can be read by others (mode %v); chmod 600 it", c.Name, c.SecretFile, fi.Mode().Perm())
-		}
-		b, err := os.ReadFile(c.SecretFile)
+		b, err := readPrivate(c.SecretFile, "secret file")
 		if err != nil {
 			return nil, fmt.Errorf("webhook %s: secret_file: %w", c.Name, err)
 		}
@@ -193,4 +180,23 @@ func webhooks(cfgs []config.Webhook) ([]httpapi.Webhook, error) {
 		out = append(out, httpapi.Webhook{Name: c.Name, URL: c.URL, Secret: key, Events: c.Events})
 	}
 	return out, nil
+}
+
+// readPrivate reads a file of secrets, refusing one others can read, as
+// ssh refuses a key. The mode is checked on the file read, not on the
+// path before it.
+func readPrivate(path, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("the %s %s can be read by others (mode %v); chmod 600 it", what, path, perm)
+	}
+	return io.ReadAll(f)
 }
