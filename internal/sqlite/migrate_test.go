@@ -1,9 +1,12 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,5 +173,31 @@ func TestDBSettings(t *testing.T) {
 		if err := db.reader.QueryRowContext(t.Context(), "PRAGMA "+tc.pragma).Scan(&got); err != nil || got != tc.want {
 			t.Errorf("reader PRAGMA %s = %q, %v; want %q", tc.pragma, got, err, tc.want)
 		}
+	}
+}
+
+// TestOpenRefusesForeignFile checks that a file that is no SQLite database
+// (a config saved under the wrong name, a truncated copy) is refused with
+// an error naming it, and is left as it was.
+func TestOpenRefusesForeignFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meka.db")
+	want := bytes.Repeat([]byte("this is not a database\n"), 400)
+	if err := os.WriteFile(path, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(t.Context(), path, Options{})
+	if err == nil {
+		db.Close()
+		t.Fatal("Open of a foreign file succeeded")
+	}
+	if !strings.Contains(err.Error(), "open database "+path) {
+		t.Errorf("Open of a foreign file: %v, want an error naming the file", err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("Open changed the foreign file: %d bytes, want %d unchanged", len(got), len(want))
 	}
 }
