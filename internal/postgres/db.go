@@ -74,8 +74,8 @@ type DB struct {
 	opts Options
 	log  *slog.Logger
 	pool *pgxpool.Pool
-	// skew is the server's clock minus ours, in nanoseconds, measured at
-	// Open and again at each lock refresh.
+	// skew is the server's clock minus ours, in nanoseconds, measured
+	// once, at Open.
 	skew atomic.Int64
 
 	mu     sync.Mutex // guards closed, locks and listeners
