@@ -29,7 +29,9 @@ type arrivals struct {
 	order   []string
 	// seq numbers prompts and cancels in the order they were read.
 	seq uint64
-	// cancels holds the position of each session's last cancel.
+	// cancels holds the position of each session's last cancel, for at
+	// most maxArrivals sessions: a cancel names any session id the client
+	// likes, and only a closed session's is forgotten otherwise.
 	cancels map[string]uint64
 }
 
@@ -78,6 +80,17 @@ func (a *arrivals) latch(sessionID string) bool {
 	defer a.mu.Unlock()
 	a.seq++
 	a.cancels[sessionID] = a.seq
+	if len(a.cancels) > maxArrivals {
+		// Drop the oldest cancel: a prompt read before it is long gone.
+		// Reached only past maxArrivals sessions cancelled and not closed.
+		oldest, at := "", a.seq
+		for id, c := range a.cancels {
+			if c < at {
+				oldest, at = id, c
+			}
+		}
+		delete(a.cancels, oldest)
+	}
 	found := false
 	for _, p := range a.pending {
 		if p.sessionID == sessionID {

@@ -113,6 +113,26 @@ func TestLatch(t *testing.T) {
 	}
 }
 
+// Cancels of sessions the client made up, never closed, are remembered
+// only up to a bound, the latest kept: a client cannot grow the server's
+// memory with them.
+func TestCancelsBounded(t *testing.T) {
+	a := newArrivals()
+	for i := range 4 * maxArrivals {
+		a.latch(fmt.Sprintf("made-up-%d", i))
+	}
+	a.arrived(&jsonrpc.Request{ID: json.RawMessage(`1`), Method: "session/prompt", Params: json.RawMessage(`{"sessionId":"s1","prompt":[]}`)})
+	last := fmt.Sprintf("made-up-%d", 4*maxArrivals-1)
+	a.latch(last)
+	a.latch("s1")
+	if n := len(a.cancels); n > maxArrivals {
+		t.Fatalf("%d cancels remembered, want at most %d", n, maxArrivals)
+	}
+	if !a.cancelledSince(last, 1) || !a.take("1").latched {
+		t.Fatal("the latest cancels were forgotten")
+	}
+}
+
 func TestPermissionAnswers(t *testing.T) {
 	rounds := `[
 	 {"tool_calls":[{"id":"c1","name":"write","arguments":{"path":"a"}}]},{"text":"1"},
