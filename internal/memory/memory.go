@@ -143,11 +143,14 @@ func hunk(n int) string {
 
 type writeTool struct{ m *mem }
 
+// writeSchema bounds text by MaxText, the bound Run checks.
+var writeSchema = json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"text":{"type":"string","minLength":1,"maxLength":%d},"id":{"type":"string"}},`+
+	`"required":["text"],"additionalProperties":false}`, MaxText))
+
 func (t *writeTool) Spec() tool.Spec {
 	return tool.Spec{Name: "memory_write", Level: permission.Read, Kind: tool.KindEdit,
 		Description: "Remember a note for later sessions of this project (yours on none); with id, replace that note.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","minLength":1,"maxLength":1000},"id":{"type":"string"}},` +
-			`"required":["text"],"additionalProperties":false}`)}
+		Schema:      writeSchema}
 }
 
 func (t *writeTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
