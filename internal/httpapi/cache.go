@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 )
@@ -99,8 +100,11 @@ func (c *feedCache) since(after int64, sessionID string) (evs []Event, ok bool) 
 	if len(c.events) == 0 || after < c.events[0].ID-1 {
 		return nil, false
 	}
-	for _, e := range c.events {
-		if e.ID > after && (sessionID == "" || e.SessionID == sessionID) {
+	// Every commit wakes every stream, most of them a few events behind:
+	// find the first new event rather than scan the whole cache.
+	i := sort.Search(len(c.events), func(i int) bool { return c.events[i].ID > after })
+	for _, e := range c.events[i:] {
+		if sessionID == "" || e.SessionID == sessionID {
 			evs = append(evs, e)
 		}
 	}
