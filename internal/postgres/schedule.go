@@ -186,11 +186,10 @@ func (s *Schedules) WithPrefix(ctx context.Context, prefix string, limit int) ([
 	if err := s.db.checkOpen(); err != nil {
 		return nil, err
 	}
-	p := strings.ToLower(prefix)
-	if p == "" || strings.Trim(p, "0123456789abcdef-") != "" {
+	p, upper, ok := storerec.IDRange(prefix)
+	if !ok {
 		return nil, nil
 	}
-	upper := p[:len(p)-1] + string(p[len(p)-1]+1)
 	rs, err := s.db.pool.Query(ctx, `SELECT `+jobColumns+` FROM schedule_jobs
 WHERE id >= $1 AND id < $2 ORDER BY id LIMIT $3`, p, upper, limit)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"meka.dev/meka/internal/storerec"
 	"meka.dev/meka/session"
 )
 
@@ -102,13 +103,10 @@ func (s *Sessions) Get(ctx context.Context, idOrPrefix string) (session.Meta, er
 	if err := db.checkOpen(); err != nil {
 		return session.Meta{}, fmt.Errorf("get session: %w", err)
 	}
-	p := strings.ToLower(idOrPrefix)
-	if p == "" || strings.Trim(p, "0123456789abcdef-") != "" {
+	p, upper, ok := storerec.IDRange(idOrPrefix)
+	if !ok {
 		return session.Meta{}, fmt.Errorf("get session %q: %w", idOrPrefix, session.ErrNotFound)
 	}
-	// Every id starting with p sorts in [p, p') where p' is p with its last
-	// byte incremented: a range of the primary key, compared bytewise.
-	upper := p[:len(p)-1] + string(p[len(p)-1]+1)
 	rows, err := db.pool.Query(ctx, `SELECT `+metaColumns+` FROM sessions
 WHERE id >= $1 AND id < $2 ORDER BY id LIMIT 2`, p, upper)
 	if err != nil {

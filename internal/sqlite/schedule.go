@@ -192,13 +192,10 @@ func (s *Schedules) WithPrefix(ctx context.Context, prefix string, limit int) ([
 	if err := s.db.checkOpen(); err != nil {
 		return nil, err
 	}
-	p := strings.ToLower(prefix)
-	if p == "" || strings.Trim(p, "0123456789abcdef-") != "" {
+	p, upper, ok := storerec.IDRange(prefix)
+	if !ok {
 		return nil, nil
 	}
-	// Every id beginning with p sorts in [p, p') with p' the successor of
-	// p's last byte: a range of the primary key.
-	upper := p[:len(p)-1] + string(p[len(p)-1]+1)
 	rs, err := s.db.reader.QueryContext(ctx, `SELECT `+jobColumns+` FROM schedule_jobs
 WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`, p, upper, limit)
 	if err != nil {

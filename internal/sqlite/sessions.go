@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"meka.dev/meka/internal/storerec"
 	"meka.dev/meka/session"
 )
 
@@ -100,14 +101,10 @@ func (s *Sessions) Get(ctx context.Context, idOrPrefix string) (session.Meta, er
 	if err := db.checkOpen(); err != nil {
 		return session.Meta{}, fmt.Errorf("get session: %w", err)
 	}
-	p := strings.ToLower(idOrPrefix)
-	if p == "" || strings.Trim(p, "0123456789abcdef-") != "" {
+	p, upper, ok := storerec.IDRange(idOrPrefix)
+	if !ok {
 		return session.Meta{}, fmt.Errorf("get session %q: %w", idOrPrefix, session.ErrNotFound)
 	}
-	// Every id starting with p (a full id included) sorts in [p, p') where
-	// p' is p with its last byte incremented: a range the primary key index
-	// answers, two rows at most.
-	upper := p[:len(p)-1] + string(p[len(p)-1]+1)
 	rows, err := db.stmts.prefix.QueryContext(ctx, p, upper)
 	if err != nil {
 		return session.Meta{}, fmt.Errorf("get session %q: %w", idOrPrefix, err)

@@ -4,12 +4,16 @@
 // they name these types (by alias) and the composition root adapts one
 // set of them to its consumers instead of one set per store.
 //
+// IDRange is the one piece of logic they share: the key range an id
+// prefix selects.
+//
 // It imports nothing of meka's.
 package storerec
 
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -20,6 +24,19 @@ var (
 	ErrJobAmbiguous = errors.New("job id prefix is ambiguous")
 	ErrTooManyJobs  = errors.New("session has too many jobs")
 )
+
+// IDRange returns the ids, sessions' or jobs' (lower-case UUIDs), that
+// begin with prefix, case insensitive, as the key range [lo, hi): every
+// such id sorts bytewise from prefix up to prefix with its last byte
+// incremented, so a primary-key index answers the query. ok is false for
+// an empty prefix or one no UUID can begin with.
+func IDRange(prefix string) (lo, hi string, ok bool) {
+	p := strings.ToLower(prefix)
+	if p == "" || strings.Trim(p, "0123456789abcdef-") != "" {
+		return "", "", false
+	}
+	return p, p[:len(p)-1] + string(p[len(p)-1]+1), true
+}
 
 // FeedEntry is an event to store in the feed.
 type FeedEntry struct {
