@@ -17,7 +17,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -53,7 +52,9 @@ type Options struct {
 	// MaxOutputTokens caps a reply when the request does not; default
 	// DefaultMaxOutputTokens.
 	MaxOutputTokens int
-	// HTTPClient defaults to http.DefaultClient.
+	// HTTPClient defaults to http.DefaultClient. Requests go through a
+	// copy that refuses a redirect to another origin, so the key stays
+	// with the server it is for.
 	HTTPClient *http.Client
 	// Retry bounds the retries of a call that failed before its first
 	// event.
@@ -84,7 +85,7 @@ const maxWholeResponse = 64 << 20
 type Client struct {
 	opts   Options
 	hc     *http.Client
-	url    string
+	url    *url.URL
 	urlErr error // a BaseURL that cannot be joined, reported by each call
 }
 
@@ -96,31 +97,16 @@ func New(o Options) *Client {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	c := &Client{opts: o, hc: o.HTTPClient}
-	if c.hc == nil {
-		c.hc = http.DefaultClient
+	c := &Client{opts: o}
+	c.url, c.urlErr = model.Endpoint(Name, o.BaseURL, "v1/messages")
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
 	}
-	c.url, c.urlErr = endpoint(o.BaseURL)
+	// The key is a header the HTTP client would carry to any server a
+	// redirect names.
+	c.hc = model.GuardRedirects(Name, hc, c.url)
 	return c
-}
-
-// endpoint joins the API root and the Messages path: the root's path is
-// kept, with or without its trailing slash, and its query dropped.
-func endpoint(base string) (string, error) {
-	u, err := url.Parse(base)
-	if err == nil && (u.Scheme != "http" && u.Scheme != "https" || u.Host == "") {
-		err = errors.New("not an absolute http or https URL")
-	}
-	if err != nil {
-		return "", fmt.Errorf("anthropic base URL %q: %w", base, err)
-	}
-	if u.Path != "" && u.Path[len(u.Path)-1] != '/' {
-		u.Path += "/"
-		if u.RawPath != "" {
-			u.RawPath += "/"
-		}
-	}
-	return u.ResolveReference(&url.URL{Path: "v1/messages"}).String(), nil
 }
 
 // Name reports "anthropic".
@@ -158,7 +144,7 @@ func (c *Client) Stream(ctx context.Context, req *model.Request) iter.Seq2[model
 // post sends one request. An error status or a failure to connect comes
 // back as a *model.Error carrying the provider's text and Retry-After.
 func (c *Client) post(ctx context.Context, body []byte, accept string) (*http.Response, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("call anthropic: %w", err)
 	}

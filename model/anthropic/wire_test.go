@@ -506,3 +506,33 @@ func TestStreamAnsweredWhole(t *testing.T) {
 		t.Errorf("deltas = %+v", d)
 	}
 }
+
+// The key must not follow a redirect to another server, since x-api-key
+// is a header the HTTP client carries anywhere; a redirect on the same
+// origin is followed, key and all.
+func TestRedirects(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	ms := modeltest.NewHandler(parse(t, `{"rounds":[{"text":"moved"}]}`))
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away/v1/messages":
+			http.Redirect(w, r, other.URL+"/v1/messages", http.StatusTemporaryRedirect)
+		case "/here/v1/messages":
+			http.Redirect(w, r, "/v1/messages", http.StatusPermanentRedirect)
+		default:
+			ms.ServeHTTP(w, r)
+		}
+	}))
+	defer front.Close()
+
+	_, _, err := run(t, anthropic.New(anthropic.Options{BaseURL: front.URL + "/away", APIKey: "sk-ant-secret", Retry: fast}), hello())
+	if err == nil || !strings.Contains(err.Error(), "another origin") || elsewhere.Load() != 0 {
+		t.Errorf("err = %v, %d requests reached the other server", err, elsewhere.Load())
+	}
+	resp, _ := mustRun(t, anthropic.New(anthropic.Options{BaseURL: front.URL + "/here", APIKey: "sk-ant-secret"}), hello())
+	if resp.Message.Text() != "moved" || ms.Requests()[0].Header.Get("X-Api-Key") != "sk-ant-secret" {
+		t.Errorf("text %q, key %q", resp.Message.Text(), ms.Requests()[0].Header.Get("X-Api-Key"))
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -102,60 +101,18 @@ func New(o Options) *Client {
 		o.BaseURL = DefaultBaseURL
 	}
 	c := &Client{opts: o}
-	c.endpoint, c.endpointErr = endpoint(o.BaseURL)
+	c.endpoint, c.endpointErr = model.Endpoint(Name, o.BaseURL, "chat/completions")
 	hc := o.HTTPClient
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	c.hc = guardRedirects(hc, c.endpoint)
+	c.hc = model.GuardRedirects(Name, hc, c.endpoint)
 	if u, err := url.Parse(o.BaseURL); err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
 		c.maxCompletionTokens = true
 		c.cacheKey = true
 	}
 	c.cacheKey = c.cacheKey || o.CacheKey
 	return c
-}
-
-// endpoint joins base and chat/completions the way a directory and a file
-// in it join, whether or not base ends in a slash; a query on base is not
-// kept.
-func endpoint(base string) (*url.URL, error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, fmt.Errorf("openai base URL: %w", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("openai base URL %q: want an http or https URL", base)
-	}
-	if !strings.HasSuffix(u.Path, "/") {
-		u.Path += "/"
-		u.RawPath = ""
-	}
-	return u.Parse("chat/completions")
-}
-
-// guardRedirects returns hc refusing redirects to another origin than
-// to's, so the API key never follows a redirect to another server (or to
-// plain http); hc itself is not changed.
-func guardRedirects(hc *http.Client, to *url.URL) *http.Client {
-	if to == nil {
-		return hc
-	}
-	g := *hc
-	next := hc.CheckRedirect
-	g.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if req.URL.Scheme != to.Scheme || req.URL.Host != to.Host {
-			return fmt.Errorf("openai: refusing a redirect to %s://%s, another origin than %s://%s", req.URL.Scheme, req.URL.Host, to.Scheme, to.Host)
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		if len(via) >= 10 {
-			return errors.New("openai: stopped after 10 redirects")
-		}
-		return nil
-	}
-	return &g
 }
 
 // userAgent names meka to the API and to the proxies in between.
