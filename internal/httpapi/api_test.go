@@ -180,6 +180,10 @@ func TestBadInputRefused(t *testing.T) {
 		{"POST", "/v1/sessions/" + s.ID + "/turns", map[string]any{"input": "hi"}, 400, "body-invalid"},
 		{"PATCH", "/v1/sessions/" + s.ID, map[string]any{"project": "nowhere"}, 422, "project-unknown"},
 		{"GET", "/v1/sessions/" + s.ID[:8], nil, 404, "session-unknown"},
+		{"POST", "/v1/sessions/" + s.ID + "/approvals/nope", map[string]string{"decision": "maybe"}, 422, "decision-invalid"},
+		{"POST", "/v1/sessions/" + s.ID + "/approvals/nope", map[string]string{"decision": "allow"}, 404, "approval-unknown"},
+		{"POST", "/v1/sessions/" + s.ID + "/elicitations/nope", map[string]string{"action": "ok"}, 422, "action-invalid"},
+		{"POST", "/v1/sessions/" + s.ID + "/elicitations/nope", map[string]string{"action": "accept"}, 404, "elicitation-unknown"},
 	} {
 		code, b, _ := h.do(tc.method, tc.path, tc.body)
 		if code != tc.status || !strings.Contains(string(b), `"code":"`+tc.code+`"`) {

@@ -19,14 +19,7 @@ import (
 
 var errSubAgent = errors.New("the session is a sub-agent's")
 
-func (srv *Server) knownProfile(name string) bool {
-	for _, p := range srv.opts.Profiles {
-		if p == name {
-			return true
-		}
-	}
-	return false
-}
+func (srv *Server) knownProfile(name string) bool { return slices.Contains(srv.opts.Profiles, name) }
 
 // decode reads a JSON body strictly: an unknown field is a 400 naming it.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
