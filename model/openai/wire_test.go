@@ -73,7 +73,7 @@ func TestBaseURLJoining(t *testing.T) {
 }
 
 func TestBadBaseURL(t *testing.T) {
-	for _, base := range []string{"localhost:11434/v1", "http://[::1", "ftp://example.com/v1"} {
+	for _, base := range []string{"localhost:11434/v1", "http://[::1", "ftp://example.com/v1", "http:///v1"} {
 		rec := &urlRecorder{}
 		_, _, err := run(t, openai.New(openai.Options{BaseURL: base, HTTPClient: &http.Client{Transport: rec}}), hello())
 		if err == nil || !strings.Contains(err.Error(), "base URL") || len(rec.urls) != 0 {
