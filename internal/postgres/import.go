@@ -99,6 +99,9 @@ ON CONFLICT (id) DO NOTHING`,
 // ImportProject stores a project as another store kept it; one already
 // here is left alone and ImportProject reports false.
 func (db *DB) ImportProject(ctx context.Context, p Project) (bool, error) {
+	if err := db.checkOpen(); err != nil {
+		return false, fmt.Errorf("import project: %w", err)
+	}
 	tag, err := db.pool.Exec(ctx, `INSERT INTO projects (name, dir, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`,
 		p.Name, p.Dir, micro(p.CreatedAt))
 	if err != nil {
@@ -111,6 +114,9 @@ func (db *DB) ImportProject(ctx context.Context, p Project) (bool, error) {
 // store kept it; one already here is left alone and ImportMemory reports
 // false. New memories are numbered after the largest id imported.
 func (db *DB) ImportMemory(ctx context.Context, m Memory) (bool, error) {
+	if err := db.checkOpen(); err != nil {
+		return false, fmt.Errorf("import memory: %w", err)
+	}
 	n, ok := memoryKey(m.ID)
 	if !ok {
 		return false, fmt.Errorf("import memory %q: %w", m.ID, ErrNoMemory)

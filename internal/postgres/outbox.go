@@ -28,6 +28,9 @@ func (db *DB) Outbox() *Outbox { return &Outbox{db} }
 // cursor. A new endpoint starts at the newest event. The cursor's row is
 // locked, so hosts filling one endpoint at once take turns.
 func (o *Outbox) Fill(ctx context.Context, endpoint string, types []string, now time.Time, limit int) (int, error) {
+	if err := o.db.checkOpen(); err != nil {
+		return 0, fmt.Errorf("fill webhook outbox: %w", err)
+	}
 	var n int64
 	err := o.db.inTx(ctx, func(tx pgx.Tx) error {
 		var after int64
@@ -78,6 +81,9 @@ func containsAll(types []string) bool {
 // statement (rows another host is claiming are skipped, not waited for),
 // and returns them with their events.
 func (o *Outbox) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error) {
+	if err := o.db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
 	rows, err := o.db.pool.Query(ctx, `WITH due AS (
 	SELECT id FROM webhook_outbox
 	WHERE status = 'pending' AND next_at <= $3 AND (lease_until IS NULL OR lease_until < $3)
@@ -111,6 +117,9 @@ RETURNING o.id, o.endpoint, o.attempt, f.id, f.session_id, f.turn, f.type, f.dat
 // Settle records a delivery's outcome if owner still holds it: status
 // "delivered", "dead" or "disabled" ends it; "pending" retries it at next.
 func (o *Outbox) Settle(ctx context.Context, id int64, owner, status string, attempt int, next time.Time, lastError string) (bool, error) {
+	if err := o.db.checkOpen(); err != nil {
+		return false, fmt.Errorf("settle webhook delivery: %w", err)
+	}
 	tag, err := o.db.pool.Exec(ctx, `
 UPDATE webhook_outbox SET status = $1, attempt = $2, next_at = $3, lease_owner = '', lease_until = NULL, last_error = $4
 WHERE id = $5 AND lease_owner = $6`, status, attempt, micro(next), lastError, id, owner)
@@ -123,6 +132,9 @@ WHERE id = $5 AND lease_owner = $6`, status, attempt, micro(next), lastError, id
 // Disable ends every pending delivery of an endpoint that asked to be
 // left alone (HTTP 410), and owes it nothing more.
 func (o *Outbox) Disable(ctx context.Context, endpoint string) error {
+	if err := o.db.checkOpen(); err != nil {
+		return fmt.Errorf("disable webhook endpoint: %w", err)
+	}
 	err := o.db.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = 'disabled', lease_owner = '' WHERE endpoint = $1 AND status = 'pending'`, endpoint); err != nil {
 			return err

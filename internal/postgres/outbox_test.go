@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -82,5 +83,27 @@ func TestOutbox(t *testing.T) {
 	}
 	if n, err := a.Outbox().Fill(ctx, "ops", []string{"notice"}, now, 100); err != nil || n != 0 {
 		t.Errorf("fill of a disabled endpoint: %d %v", n, err)
+	}
+}
+
+// TestClosedOutboxAndImports checks that the outbox and the imports of
+// projects and memories refuse a closed DB with ErrClosed, as its other
+// stores do, rather than with the pool's own error.
+func TestClosedOutboxAndImports(t *testing.T) {
+	ctx := t.Context()
+	db := open(t, pgtest.NewDatabase(t), postgres.Options{})
+	db.Close()
+	now := time.Date(2026, 8, 11, 13, 0, 0, 0, time.UTC)
+	o := db.Outbox()
+	_, fill := o.Fill(ctx, "ops", []string{"*"}, now, 10)
+	_, claim := o.Claim(ctx, "h", now, time.Minute, 10)
+	_, settle := o.Settle(ctx, 1, "h", "delivered", 1, now, "")
+	disable := o.Disable(ctx, "ops")
+	_, project := db.ImportProject(ctx, postgres.Project{Name: "p", Dir: "/p", CreatedAt: now})
+	_, memory := db.ImportMemory(ctx, postgres.Memory{ID: "m1", Text: "t", CreatedAt: now, UpdatedAt: now})
+	for name, err := range map[string]error{"Fill": fill, "Claim": claim, "Settle": settle, "Disable": disable, "ImportProject": project, "ImportMemory": memory} {
+		if !errors.Is(err, postgres.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
 	}
 }

@@ -50,6 +50,9 @@ func (db *DB) Outbox() *Outbox { return &Outbox{db} }
 // cursor. A new endpoint starts at the newest event: it is owed what
 // happens from now on, not the history.
 func (o *Outbox) Fill(ctx context.Context, endpoint string, types []string, now time.Time, limit int) (int, error) {
+	if err := o.db.checkOpen(); err != nil {
+		return 0, fmt.Errorf("fill webhook outbox: %w", err)
+	}
 	tx, err := o.db.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("fill outbox: %w", err)
@@ -114,6 +117,9 @@ func containsAll(types []string) bool {
 // Claim leases up to limit due deliveries to owner until now+lease, in one
 // statement, and returns them with their events.
 func (o *Outbox) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error) {
+	if err := o.db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
 	rows, err := o.db.writer.QueryContext(ctx, `
 UPDATE webhook_outbox SET lease_owner = ?, lease_until = ?
 WHERE id IN (SELECT id FROM webhook_outbox WHERE status = 'pending' AND next_at <= ? AND lease_until < ? ORDER BY id LIMIT ?)
@@ -150,6 +156,9 @@ RETURNING id, endpoint, event_id, attempt`, owner, toMicro(now.Add(lease)), toMi
 // Settle records a delivery's outcome if owner still holds it: status
 // "delivered", "dead" or "disabled" ends it; "pending" retries it at next.
 func (o *Outbox) Settle(ctx context.Context, id int64, owner, status string, attempt int, next time.Time, lastError string) (bool, error) {
+	if err := o.db.checkOpen(); err != nil {
+		return false, fmt.Errorf("settle webhook delivery: %w", err)
+	}
 	res, err := o.db.writer.ExecContext(ctx, `
 UPDATE webhook_outbox SET status = ?, attempt = ?, next_at = ?, lease_owner = '', lease_until = 0, last_error = ?
 WHERE id = ? AND lease_owner = ?`, status, attempt, toMicro(next), lastError, id, owner)
@@ -163,6 +172,9 @@ WHERE id = ? AND lease_owner = ?`, status, attempt, toMicro(next), lastError, id
 // Disable ends every pending delivery of an endpoint that asked to be
 // left alone (HTTP 410), and owes it nothing more.
 func (o *Outbox) Disable(ctx context.Context, endpoint string) error {
+	if err := o.db.checkOpen(); err != nil {
+		return fmt.Errorf("disable webhook endpoint: %w", err)
+	}
 	tx, err := o.db.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("disable endpoint: %w", err)
