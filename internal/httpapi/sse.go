@@ -38,9 +38,12 @@ func (srv *Server) unsubscribe(sub *subscriber) {
 // broadcast sends an ephemeral frame (no id) to the session's
 // subscribers; a subscriber whose buffer is full is cut off.
 func (srv *Server) broadcast(sessionID, typ string, data any) {
-	f := frame{Type: typ, Timestamp: srv.opts.Now().UTC(), SessionID: sessionID, Data: mustJSON(data)}
 	srv.subMu.Lock()
 	defer srv.subMu.Unlock()
+	if len(srv.subs) == 0 {
+		return // every text chunk comes here: encode nothing for nobody
+	}
+	f := frame{Type: typ, Timestamp: srv.opts.Now().UTC(), SessionID: sessionID, Data: mustJSON(data)}
 	for sub := range srv.subs {
 		if sub.session != "" && sub.session != sessionID {
 			continue
