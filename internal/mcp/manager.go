@@ -239,11 +239,12 @@ func (m *Manager) rebuild() {
 	var tools []*remoteTool
 	var prompts []Prompt
 	seen := map[string]string{} // meka name -> server
-	var collisions []string
+	type collision struct{ server, what string }
+	var collisions []collision
 	for _, s := range m.servers {
 		for _, t := range s.toolList() {
 			if other, ok := seen[t.name]; ok {
-				collisions = append(collisions, fmt.Sprintf("%s (from %s, already taken by %s)", t.name, s.cfg.Name, other))
+				collisions = append(collisions, collision{s.cfg.Name, fmt.Sprintf("%s (from %s, already taken by %s)", t.name, s.cfg.Name, other)})
 				continue
 			}
 			seen[t.name] = s.cfg.Name
@@ -266,8 +267,8 @@ func (m *Manager) rebuild() {
 	}
 	m.mu.Unlock()
 	for _, c := range collisions {
-		m.opts.Logger.Warn("mcp: tool name collision", "tool", c)
-		m.notify(strings.SplitN(c, " ", 2)[0], SeverityWarning, "MCP tool "+c+" is not offered: two tools would share its name")
+		m.opts.Logger.Warn("mcp: tool name collision", "tool", c.what)
+		m.notify(c.server, SeverityWarning, "MCP tool "+c.what+" is not offered: two tools would share its name")
 	}
 }
 

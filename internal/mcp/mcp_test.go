@@ -53,7 +53,7 @@ func newNotices() *notices { return &notices{wake: make(chan struct{}, 1)} }
 
 func (n *notices) notify(server string, _ mcp.Severity, text string) {
 	n.mu.Lock()
-	n.all = append(n.all, text)
+	n.all = append(n.all, server+": "+text)
 	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}:
@@ -230,7 +230,7 @@ func TestCollisionsRefused(t *testing.T) {
 	if err := m.Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	n.waitFor(t, "mcp__t__a_b (from t, already taken by t) is not offered")
+	n.waitFor(t, "t: MCP tool mcp__t__a_b (from t, already taken by t) is not offered")
 	r := registry(t, m, nil)
 	res, err := call(t, r, "mcp__t__a_b", `{}`)
 	if err != nil || text(res) != "dotted" {
