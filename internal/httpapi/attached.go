@@ -172,20 +172,22 @@ func (a *attached) turnEnded(res agent.Result) {
 
 // finish records a turn's end.
 func (a *attached) finish(t *turnInfo, res agent.Result) {
+	var p *problem
+	if res.Err != nil {
+		pr := a.srv.turnProblem(res.Err) // it logs: not under the session's mutex
+		p = &pr
+	}
+	now := a.srv.opts.Now().UTC()
 	a.mu.Lock()
 	if a.current == t {
 		a.current = nil
 	}
-	now := a.srv.opts.Now().UTC()
 	t.EndedAt = &now
 	t.StopReason = stopReason(res.Stop)
 	t.Status = turnStatus(res.Stop)
 	u := res.Usage
 	t.Usage = &u
-	if res.Err != nil {
-		p := a.srv.turnProblem(res.Err)
-		t.Error = &p
-	}
+	t.Error = p
 	view := *t
 	a.mu.Unlock()
 	view.done = nil
