@@ -190,6 +190,17 @@ func TestBadInputRefused(t *testing.T) {
 			t.Errorf("%s %s %v: %d %s, want %d %s", tc.method, tc.path, tc.body, code, b, tc.status, tc.code)
 		}
 	}
+	// A body over the 8 MiB bound is refused whole, on any endpoint that
+	// reads one, before any of it is acted on.
+	huge := strings.Repeat("x", 9<<20)
+	for path, big := range map[string]any{
+		"/v1/sessions":                    map[string]any{"cwd": h.cwd, "title": huge},
+		"/v1/sessions/" + s.ID + "/turns": map[string]any{"input": []map[string]string{{"type": "text", "text": huge}}},
+	} {
+		if code, b, _ := h.do("POST", path, big); code != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), `"body-too-large"`) {
+			t.Errorf("POST %s with 9 MiB: %d %.200s", path, code, b)
+		}
+	}
 	req, _ := http.NewRequest("GET", h.srv.URL+"/v1/sessions/"+s.ID+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Last-Event-ID", "not-a-number")
