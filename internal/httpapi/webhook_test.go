@@ -157,3 +157,96 @@ func TestWebhooksSignedRetriedAndSentOnce(t *testing.T) {
 		}
 	}
 }
+
+// claimCounter is the outbox with its Claim calls counted: a call after a
+// delivery means the round that made it has ended.
+type claimCounter struct {
+	sqliteOutbox
+	mu     sync.Mutex
+	claims int
+	called chan struct{}
+}
+
+func (c *claimCounter) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]httpapi.Delivery, error) {
+	c.mu.Lock()
+	c.claims++
+	c.mu.Unlock()
+	select {
+	case c.called <- struct{}{}:
+	default:
+	}
+	return c.sqliteOutbox.Claim(ctx, owner, now, lease, limit)
+}
+
+func (c *claimCounter) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.claims }
+
+// An endpoint slow enough to use up most of a batch's lease: the rest of
+// the batch is not sent under a lease that may lapse mid-request (another
+// host could send it too), but claimed again once the lease has lapsed.
+func TestWebhookBatchStopsAtItsLease(t *testing.T) {
+	h := newHarness(t, `[]`)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if _, err := h.db.Outbox().Fill(ctx, "ops", []string{"*"}, time.Now(), 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.db.Feed().Append(ctx, []sqlite.FeedEntry{{SessionID: "s", Type: "notice", Data: []byte(`{}`)},
+		{SessionID: "s", Type: "notice", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	var clockMu sync.Mutex
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock }
+	advance := func(d time.Duration) { clockMu.Lock(); clock = clock.Add(d); clockMu.Unlock() }
+	got := make(chan string, 4)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		advance(20 * time.Second) // as the server's clock sees it, 20 s of its 30 s lease
+		got <- r.Header.Get("webhook-id")
+	}))
+	defer recv.Close()
+	ob := &claimCounter{sqliteOutbox: sqliteOutbox{h.db.Outbox()}, called: make(chan struct{}, 1)}
+	api, err := httpapi.New(httpapi.Options{Host: h.host, Feed: sqliteFeed{h.db.Feed()}, Token: token, Loopback: true,
+		Webhooks: []httpapi.Webhook{{Name: "ops", URL: recv.URL, Secret: []byte("0123456789abcdefghijklmnopqrstuv"), Events: []string{"*"}}},
+		Outbox:   ob, WebhookPoll: 5 * time.Millisecond, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); api.Serve(ctx, l) }()
+	defer wg.Wait()
+	defer cancel()
+
+	wait := func(what string) string {
+		select {
+		case id := <-got:
+			return id
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s delivery", what)
+			return ""
+		}
+	}
+	first := wait("first")
+	// The round that sent the first has ended once Claim is called again.
+	n := ob.count()
+	for ob.count() <= n {
+		select {
+		case <-ob.called:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no further round")
+		}
+	}
+	select {
+	case id := <-got:
+		t.Fatalf("%s was sent after %s in the same round, past its lease", id, first)
+	default:
+	}
+	advance(20 * time.Second) // the lease has lapsed: the second is claimed again
+	if second := wait("second"); second == first {
+		t.Fatalf("%s sent twice", first)
+	}
+}

@@ -130,12 +130,19 @@ func (srv *Server) webhookRound(ctx context.Context, owner string, client *http.
 			}
 		}
 	}
-	ds, err := srv.opts.Outbox.Claim(ctx, owner, now, 2*deliveryTimeout, 64)
+	const lease = 2 * deliveryTimeout
+	ds, err := srv.opts.Outbox.Claim(ctx, owner, now, lease, 64)
 	if err != nil {
 		srv.log.Warn("claim webhook deliveries", "err", err)
 		return
 	}
 	for _, d := range ds {
+		// A slow endpoint eats the batch's lease; a delivery that could
+		// outlast it might be claimed and sent by another host meanwhile.
+		// Leave it: its lease lapses and a later round claims it.
+		if srv.opts.Now().Add(deliveryTimeout).After(now.Add(lease)) {
+			break
+		}
 		h, ok := hooks[d.Endpoint]
 		if !ok {
 			continue // an endpoint no longer configured here: its lease lapses
