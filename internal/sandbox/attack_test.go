@@ -4,13 +4,16 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -61,6 +64,31 @@ func attack(op string, args []string) error {
 	case "kill":
 		pid, _ := strconv.Atoi(arg(0))
 		return unix.Kill(pid, unix.SIGCONT)
+	case "kill-marked":
+		// Every process whose command line holds the mark, by the pid
+		// /proc shows; none found is no signal sent.
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return err
+		}
+		sent := 0
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err != nil || !bytes.Contains(b, []byte(arg(0))) {
+				continue
+			}
+			if unix.Kill(pid, unix.SIGKILL) == nil {
+				sent++
+			}
+		}
+		if sent == 0 {
+			return fmt.Errorf("no process signalled")
+		}
+		return nil
 	case "tcp":
 		c, err := net.DialTimeout("tcp", arg(0), 2*time.Second)
 		if err != nil {
@@ -178,6 +206,10 @@ type attackRow struct {
 	received bool
 	// detail shows the attack's own words in the table.
 	detail bool
+	// ownTemp writes into the command's own temp dir (args unused).
+	ownTemp bool
+	// sibling judges by whether the sibling command died.
+	sibling bool
 }
 
 var attackRows = []attackRow{
@@ -208,9 +240,99 @@ var attackRows = []attackRow{
 	{name: "write config dir in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/config/config.toml"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write data dir in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/data/meka.db"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write .git/hooks in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/hooks/pre-commit"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
-	{name: "write temp dir inside data dir", args: func(f *fixture) []string { return []string{"write", f.ws + "/data/task.tmp/x"} }, read: "ok", workspace: "ok", unrestricted: "ok"},
+	// The command's own temp dir: for a command Command builds, inside
+	// the data directory as a background task's once was (writable though
+	// its parent is protected); for a launched one, in MkShellTemp's.
+	{name: "write own temp dir", ownTemp: true, read: "ok", workspace: "ok", unrestricted: "ok"},
+	// Another command confined alike, running: its own PID namespace
+	// hides it from kill(2) though /proc shows it.
+	{name: "signal a sibling command", args: func(f *fixture) []string { return []string{"kill-marked", f.siblingMark} }, read: "denied", workspace: "denied", unrestricted: "ok", sibling: true},
 	{name: "create .git/hooks where missing", args: func(f *fixture) []string { return []string{"mkdir-write", f.ws + "/sub/.git/hooks/pre-commit"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write .git/config in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/config"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+}
+
+// runAttackCommand runs one attack as Command builds it or, launched,
+// through Launch, and returns what it printed, or how it failed.
+func runAttackCommand(t *testing.T, spec Spec, launched bool) (string, error) {
+	var stdout, stderr lockedBuffer
+	if !launched {
+		cmd, err := Command(t.Context(), spec)
+		if err != nil {
+			return "", err
+		}
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Sprintf("failed: %v %s", err, stderr.String()), nil
+		}
+		return strings.TrimSpace(stdout.String()), nil
+	}
+	run, err := Launch(t.Context(), spec, "", &stdout, &stderr)
+	if err != nil {
+		return "", err
+	}
+	if run.Pid() != 0 {
+		t.Fatalf("a confined command with a MkShellTemp temp dir was not launched")
+	}
+	if err := run.Wait(); err != nil {
+		return fmt.Sprintf("failed: %v %s", err, stderr.String()), nil
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// shellTemp is a temp dir from MkShellTemp, removed at the test's end.
+func shellTemp(t *testing.T) string {
+	t.Helper()
+	d, err := MkShellTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// sibling starts another command confined as spec, launched alike, which
+// the "sibling" rows aim at, and returns what stops it.
+func (f *fixture) sibling(t *testing.T, spec Spec, launched bool) (stop func()) {
+	t.Helper()
+	f.siblingMark = fmt.Sprintf("meka-sibling-%d-%d", os.Getpid(), time.Now().UnixNano())
+	spec.Args = []string{"sh", "-c", "sleep 1000; :", f.siblingMark}
+	if launched {
+		spec.TempDir = shellTemp(t)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var run *Running
+	var err error
+	if launched {
+		run, err = Launch(ctx, spec, "", io.Discard, io.Discard)
+	} else {
+		var cmd *exec.Cmd
+		if cmd, err = Command(ctx, spec); err == nil {
+			run, err = Start(cmd, io.Discard, io.Discard)
+		}
+	}
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		run.Wait()
+		close(done)
+	}()
+	f.siblingDone = done
+	return sync.OnceFunc(func() { cancel(); <-done })
+}
+
+// siblingDied reports whether the sibling command ends within a bound,
+// once an attack claims to have signalled it: it dies at once when the
+// signal reached it.
+func (f *fixture) siblingDied() bool {
+	select {
+	case <-f.siblingDone:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
 }
 
 // fixture is one column's workspace, outside directory and the listeners
@@ -221,6 +343,11 @@ type fixture struct {
 	tcp, udp, outSock, wsSock, abstract string
 	udpConn                             *net.UDPConn
 	seq                                 int
+	// siblingMark is the last argument of a command confined as the
+	// column's, which the sibling rows aim at; siblingDone is closed when
+	// it has ended.
+	siblingMark string
+	siblingDone chan struct{}
 }
 
 func (f *fixture) token() string { f.seq++; return fmt.Sprintf("token-%d", f.seq) }
@@ -312,16 +439,21 @@ func TestAttackSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each confined level runs twice: as Command builds the command (a
+	// helper or bubblewrap per command) and through Launch's launcher,
+	// which shell_execute uses (one helper for many commands).
 	type column struct {
-		name    string
-		mode    Mode
-		backend string
+		name     string
+		mode     Mode
+		backend  string
+		launched bool
 	}
 	var cols []column
 	for _, b := range usableBackends(t) {
-		cols = append(cols, column{b + "/read", ReadOnly, b}, column{b + "/workspace", Workspace, b})
+		cols = append(cols, column{b + "/read", ReadOnly, b, false}, column{b + "/workspace", Workspace, b, false},
+			column{b + "/read/launched", ReadOnly, b, true}, column{b + "/workspace/launched", Workspace, b, true})
 	}
-	cols = append(cols, column{"unrestricted", Unrestricted, ""})
+	cols = append(cols, column{"unrestricted", Unrestricted, "", false})
 	if len(cols) == 1 {
 		t.Log("no backend confines here: only the unrestricted column runs")
 	}
@@ -340,26 +472,36 @@ func TestAttackSuite(t *testing.T) {
 		}
 		// A -race binary otherwise sleeps a second as it exits.
 		env = append(env, "GORACE=atexit_sleep_ms=0")
+		spec := Spec{
+			Dir: f.ws, Env: env, Mode: col.mode, Writable: []string{f.ws, f.ws + "/sub"}, TempDir: f.tmp,
+			Backend: col.backend, Protected: []string{f.ws + "/config", f.ws + "/data"},
+		}
+		if col.launched {
+			spec.TempDir = shellTemp(t)
+		}
+		stopSibling := f.sibling(t, spec, col.launched)
 		for i, row := range attackRows {
-			args := row.args(f)
-			cmd, err := Command(t.Context(), Spec{
-				Args: append([]string{exe, attackMarker}, args...), Dir: f.ws, Env: env,
-				Mode: col.mode, Writable: []string{f.ws, f.ws + "/sub"}, TempDir: f.tmp, Backend: col.backend,
-				Protected: []string{f.ws + "/config", f.ws + "/data"},
-			})
+			spec := spec
+			if col.launched {
+				spec.TempDir = shellTemp(t)
+			}
+			var args []string
+			if row.ownTemp {
+				args = []string{"write", spec.TempDir + "/x"}
+			} else {
+				args = row.args(f)
+			}
+			spec.Args = append([]string{exe, attackMarker}, args...)
+			got, err := runAttackCommand(t, spec, col.launched)
 			if err != nil {
 				t.Fatalf("%s: %v", col.name, err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			got := strings.TrimSpace(string(out))
-			if err != nil {
-				got = fmt.Sprintf("failed: %v %s", err, stderr.String())
 			}
 			outcome := "ok"
 			if !strings.HasSuffix(got, "ok") {
 				outcome = "denied"
+			}
+			if row.sibling && outcome == "ok" && !f.siblingDied() {
+				outcome = "denied" // it signalled something else
 			}
 			if row.received {
 				outcome = "denied"
@@ -386,6 +528,7 @@ func TestAttackSuite(t *testing.T) {
 			}
 			results[i] = append(results[i], cell)
 		}
+		stopSibling()
 	}
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)

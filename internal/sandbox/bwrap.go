@@ -23,6 +23,16 @@ func bwrapArgs(p bwrapPlan) []string {
 			out = append(out, "--cap-add", c)
 		}
 	}
+	if p.launcher {
+		// A launcher starts each command in a PID namespace of its own
+		// (CAP_SYS_ADMIN) and, as root, shrinks the bounding set of the
+		// thread that starts it to rootCaps (CAP_SETPCAP): the command
+		// never holds either.
+		out = append(out, "--cap-add", "CAP_SYS_ADMIN")
+		if p.dropCaps {
+			out = append(out, "--cap-add", "CAP_SETPCAP")
+		}
+	}
 	out = append(out, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 	for _, w := range p.writable {
 		out = append(out, "--bind", w, w)
@@ -49,6 +59,7 @@ func bwrapArgs(p bwrapPlan) []string {
 type bwrapPlan struct {
 	writable, protected, sockets []string
 	network, dropCaps            bool
+	launcher                     bool // the command is a launcher
 	dir, path                    string
 	args                         []string
 	inner                        []string

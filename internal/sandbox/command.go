@@ -236,68 +236,107 @@ func (p probe) available(mode Mode, network bool) (string, error) {
 	return "", fmt.Errorf("%w: %s", ErrNoConfinement, strings.Join(why, "; "))
 }
 
-func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
+// confinement is what running a spec takes: the program, its environment
+// and, for a confined mode, the backend and the paths it confines to.
+type confinement struct {
+	path    string
+	env     []string
+	backend string // "" unconfined
+	// writable are the canonical paths the command may write, its temp
+	// dir apart; protected and sockets are as for bwrapPlan.
+	writable, protected, sockets []string
+	temp                         string // canonical, "" without one
+	network                      bool
+}
+
+// confine works out how spec runs, refusing a confined mode no backend
+// here gives every guarantee.
+func (p probe) confine(spec Spec) (confinement, error) {
 	if len(spec.Args) == 0 {
-		return nil, errors.New("build command: no arguments")
+		return confinement{}, errors.New("no arguments")
 	}
 	path, err := lookPath(spec.Args[0], getEnv(spec.Env, "PATH"), spec.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("build command: %w", err)
+		return confinement{}, err
 	}
-	env := append([]string{}, spec.Env...) // non-nil: nil would inherit ours
+	c := confinement{path: path, env: append([]string{}, spec.Env...)} // non-nil: nil would inherit ours
 	if spec.TempDir != "" {
-		env = setEnv(env, "TMPDIR", spec.TempDir)
+		c.env = setEnv(c.env, "TMPDIR", spec.TempDir)
 	}
-	var cmd *exec.Cmd
-	ns := nsNone
 	switch spec.Mode {
 	case Unrestricted:
+		return c, nil
+	case ReadOnly, Workspace:
+	default:
+		return confinement{}, fmt.Errorf("unknown mode %v", spec.Mode)
+	}
+	c.backend = spec.Backend
+	if c.backend == "" {
+		if c.backend, err = p.available(spec.Mode, spec.Network); err != nil {
+			return confinement{}, err
+		}
+	} else if g := p.guarantees(c.backend); !g.Holds(spec.Network) {
+		return confinement{}, fmt.Errorf("%w: %s", ErrNoConfinement, g)
+	}
+	if spec.Mode == Workspace {
+		c.writable = existing(spec.Writable)
+	}
+	if t := existing([]string{spec.TempDir}); len(t) == 1 && !slices.Contains(c.writable, t[0]) {
+		c.temp = t[0]
+	}
+	c.protected = protectedPaths(c.all(), spec.Protected)
+	c.network = spec.Network
+	if !spec.Network {
+		c.sockets = outsideSockets(c.all())
+	}
+	return c, nil
+}
+
+// all is every path the command may write, its temp dir included.
+func (c confinement) all() []string {
+	if c.temp == "" {
+		return c.writable
+	}
+	return append(c.writable[:len(c.writable):len(c.writable)], c.temp)
+}
+
+func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
+	c, err := p.confine(spec)
+	if err != nil {
+		return nil, fmt.Errorf("build command: %w", err)
+	}
+	env, path, writable := c.env, c.path, c.all()
+	var cmd *exec.Cmd
+	ns := nsNone
+	switch c.backend {
+	case "":
 		cmd = exec.CommandContext(ctx, path)
 		cmd.Args = spec.Args
-	case ReadOnly, Workspace:
-		backend := spec.Backend
-		if backend == "" {
-			if backend, err = p.available(spec.Mode, spec.Network); err != nil {
-				return nil, fmt.Errorf("build command: %w", err)
-			}
-		} else if g := p.guarantees(backend); !g.Holds(spec.Network) {
-			return nil, fmt.Errorf("build command: %w: %s", ErrNoConfinement, g)
+	case BackendLandlock:
+		exe, _ := p.executable()
+		hs := helper.Spec{Path: path, Writable: writable, Mount: true, Landlock: true,
+			Protected: c.protected, Sockets: c.sockets, Network: c.network}
+		if uid := os.Geteuid(); uid != 0 {
+			hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
 		}
-		writable := confinedWritable(spec)
-		protected := protectedPaths(writable, spec.Protected)
-		var sockets []string
-		if !spec.Network {
-			sockets = outsideSockets(writable)
+		cmd = exec.CommandContext(ctx, exe, hs.Args(spec.Args)...)
+		ns = nsAll
+		if c.network {
+			ns = nsNoNet
 		}
-		switch backend {
-		case BackendLandlock:
+	case BackendBwrap, BackendBoth:
+		bwrap, _ := p.bwrap()
+		plan := bwrapPlan{writable: writable, protected: c.protected, sockets: c.sockets, network: c.network,
+			dropCaps: os.Geteuid() == 0, dir: spec.Dir, path: path, args: spec.Args}
+		if c.backend == BackendBoth {
 			exe, _ := p.executable()
-			hs := helper.Spec{Path: path, Writable: writable, Mount: true,
-				Protected: protected, Sockets: sockets, Network: spec.Network}
-			if uid := os.Geteuid(); uid != 0 {
-				hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
-			}
-			cmd = exec.CommandContext(ctx, exe, hs.Args(spec.Args)...)
-			ns = nsAll
-			if spec.Network {
-				ns = nsNoNet
-			}
-		case BackendBwrap, BackendBoth:
-			bwrap, _ := p.bwrap()
-			plan := bwrapPlan{writable: writable, protected: protected, sockets: sockets, network: spec.Network,
-				dropCaps: os.Geteuid() == 0, dir: spec.Dir, path: path, args: spec.Args}
-			if backend == BackendBoth {
-				exe, _ := p.executable()
-				hs := helper.Spec{Path: path, Writable: writable, Network: spec.Network}
-				plan.path = exe
-				plan.args = append([]string{exe}, hs.Args(spec.Args)...)
-			}
-			cmd = exec.CommandContext(ctx, bwrap, bwrapArgs(plan)...)
-		default:
-			return nil, fmt.Errorf("build command: unknown backend %q", backend)
+			hs := helper.Spec{Path: path, Writable: writable, Network: c.network, Landlock: true}
+			plan.path = exe
+			plan.args = append([]string{exe}, hs.Args(spec.Args)...)
 		}
+		cmd = exec.CommandContext(ctx, bwrap, bwrapArgs(plan)...)
 	default:
-		return nil, fmt.Errorf("build command: unknown mode %v", spec.Mode)
+		return nil, fmt.Errorf("build command: unknown backend %q", c.backend)
 	}
 	cmd.Dir = spec.Dir
 	cmd.Env = env
@@ -307,19 +346,6 @@ func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 	}
 	setGroup(cmd, delay, ns)
 	return cmd, nil
-}
-
-// confinedWritable lists, canonical and existing, what a confined command
-// may write.
-func confinedWritable(spec Spec) []string {
-	var dirs []string
-	if spec.Mode == Workspace {
-		dirs = append(dirs, spec.Writable...)
-	}
-	if spec.TempDir != "" {
-		dirs = append(dirs, spec.TempDir)
-	}
-	return existing(dirs)
 }
 
 // existing returns the canonical form of each path of ps that exists.

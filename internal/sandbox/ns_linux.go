@@ -71,7 +71,7 @@ func probeNamespaces() error {
 	if err != nil {
 		return fmt.Errorf("probe namespaces: %w", err)
 	}
-	hs := helper.Spec{Path: path, Mount: true}
+	hs := helper.Spec{Path: path, Mount: true, Landlock: true}
 	if uid := os.Geteuid(); uid != 0 {
 		hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
 	}

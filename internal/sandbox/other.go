@@ -3,7 +3,9 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -77,3 +79,12 @@ func signalCarrying(entry []byte, signalled map[int]bool) int { return 0 }
 
 // Undumpable does nothing off Linux.
 func Undumpable() error { return nil }
+
+// launched is a command a launcher runs; there are none off Linux.
+type launched struct{}
+
+func (*launched) wait() (Status, error) { return Status{}, errLauncherGone }
+
+func launch(context.Context, Spec, string, io.Writer, io.Writer) (*Running, bool, error) {
+	return nil, false, nil
+}

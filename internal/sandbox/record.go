@@ -33,6 +33,19 @@ type Tracked struct {
 // fork. Call Forget once the command and its group are gone. A note that
 // cannot be written only loses that.
 func Track(dir string, cmd *exec.Cmd) *Tracked {
+	t := track(dir)
+	if t.token != "" {
+		cmd.Env = append(cmd.Env, t.env()) // the last value wins
+	}
+	return t
+}
+
+// env is the environment entry that carries t's token.
+func (t *Tracked) env() string { return RunVar + "=" + t.token }
+
+// track writes the note of Track; its caller puts the token in the
+// command's environment.
+func track(dir string) *Tracked {
 	t := &Tracked{}
 	if dir == "" {
 		return t
@@ -40,7 +53,6 @@ func Track(dir string, cmd *exec.Cmd) *Tracked {
 	var b [12]byte
 	rand.Read(b[:])
 	t.token = hex.EncodeToString(b[:])
-	cmd.Env = append(cmd.Env, RunVar+"="+t.token) // the last value wins
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return t
 	}

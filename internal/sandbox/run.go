@@ -1,20 +1,59 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// Running is a command started by Start, its output being copied.
+// Running is a command started by Start or Launch, its output being
+// copied.
 type Running struct {
-	cmd     *exec.Cmd
+	cmd     *exec.Cmd // nil when a launcher runs it
+	proc    *launched // nil when cmd runs it
 	readers []*os.File
 	copiers sync.WaitGroup // one per reader
-	tracked *Tracked       // nil unless started by StartTracked
+	tracked *Tracked       // nil unless tracked
+	delay   time.Duration
+	status  Status
+	ended   bool
+}
+
+// Status is how a command ended.
+type Status struct {
+	// Code is the exit code, -1 when a signal ended the command.
+	Code int
+	// Signal is the signal that ended it, 0 when it exited.
+	Signal syscall.Signal
+	// CPU is the user and system time the command used.
+	CPU time.Duration
+}
+
+// Launch starts spec as Command would build it, tracked in dir as
+// StartTracked does (an empty dir tracks nothing), with its stdout and
+// stderr copied as Start copies them. A confined command whose temp dir
+// MkShellTemp made (or that has none) is started by a launcher: a helper
+// that confined itself once for every command confined the same way and
+// starts each in a PID namespace and Landlock domain of its own, which
+// spares each command the helper's start and the namespaces' creation
+// (see helper.Spec.Serve). Every other command, or any a launcher cannot
+// take, is started as Command builds it, with the same guarantees.
+// Canceling ctx kills the command and everything it started.
+func Launch(ctx context.Context, spec Spec, dir string, stdout, stderr io.Writer) (*Running, error) {
+	if r, ok, err := launch(ctx, spec, dir, stdout, stderr); ok {
+		return r, err
+	}
+	cmd, err := Command(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return StartTracked(dir, cmd, stdout, stderr)
 }
 
 // Start starts cmd with its stdout copied to stdout and its stderr to
@@ -30,40 +69,47 @@ func Start(cmd *exec.Cmd, stdout, stderr io.Writer) (*Running, error) {
 	if cmd.Stdout != nil || cmd.Stderr != nil {
 		return nil, errors.New("start command: Stdout or Stderr already set")
 	}
-	r := &Running{cmd: cmd}
-	var writers []*os.File
-	closeAll := func() {
-		for _, f := range append(writers, r.readers...) {
-			f.Close()
-		}
+	r := &Running{cmd: cmd, delay: cmd.WaitDelay}
+	writers, err := r.pipes(stderr != nil)
+	if err != nil {
+		return nil, err
 	}
-	pipe := func() (*os.File, error) {
+	cmd.Stdout, cmd.Stderr = writers[0], writers[len(writers)-1]
+	if err := cmd.Start(); err != nil {
+		r.closePipes(writers)
+		return nil, err
+	}
+	r.copy(writers, stdout, stderr)
+	return r, nil
+}
+
+// pipes makes the output pipes, one or two, and returns their write ends.
+func (r *Running) pipes(two bool) ([]*os.File, error) {
+	var writers []*os.File
+	for range 1 + btoi(two) {
 		pr, pw, err := os.Pipe()
 		if err != nil {
+			r.closePipes(writers)
 			return nil, err
 		}
 		r.readers = append(r.readers, pr)
 		writers = append(writers, pw)
-		return pw, nil
 	}
-	var err error
-	if cmd.Stdout, err = pipe(); err != nil {
-		closeAll()
-		return nil, err
+	return writers, nil
+}
+
+func (r *Running) closePipes(writers []*os.File) {
+	for _, f := range append(writers, r.readers...) {
+		f.Close()
 	}
-	cmd.Stderr = cmd.Stdout
-	if stderr != nil {
-		if cmd.Stderr, err = pipe(); err != nil {
-			closeAll()
-			return nil, err
-		}
-	}
-	if err := cmd.Start(); err != nil {
-		closeAll()
-		return nil, err
-	}
+	r.readers = nil
+}
+
+// copy closes the write ends, which the child holds copies of, and
+// copies each pipe to its writer.
+func (r *Running) copy(writers []*os.File, stdout, stderr io.Writer) {
 	for _, w := range writers {
-		w.Close() // the child holds its own copies
+		w.Close()
 	}
 	out := []io.Writer{stdout, stderr}
 	for i, pr := range r.readers {
@@ -73,7 +119,13 @@ func Start(cmd *exec.Cmd, stdout, stderr io.Writer) (*Running, error) {
 			io.Copy(out[i], pr)
 		}()
 	}
-	return r, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // StartTracked is Start with cmd noted in dir (Track) before it starts
@@ -91,23 +143,42 @@ func StartTracked(dir string, cmd *exec.Cmd, stdout, stderr io.Writer) (*Running
 	return r, nil
 }
 
-// Pid returns the process id, which is also its process group id.
-func (r *Running) Pid() int { return r.cmd.Process.Pid }
+// Pid returns the process id, which is also its process group id; 0 for
+// a command a launcher started, which has neither in meka's namespace.
+func (r *Running) Pid() int {
+	if r.cmd == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
 
-// Wait waits for the command to exit, kills what it left running in its
-// process group, and waits for the output to be copied: at most the
-// command's WaitDelay, after which pipes a process outside the group still
-// holds are closed; then it forgets StartTracked's note. It returns
-// cmd.Wait's error.
+// Wait waits for the command to exit, kills what it left running (its
+// process group; under a launcher the end of its PID namespace does), and
+// waits for the output to be copied: at most the command's WaitDelay,
+// after which pipes a process outside the group still holds are closed;
+// then it forgets the tracking note. How the command ended is Status's;
+// Wait's error is cmd.Wait's, or a launcher's that lost the command.
 func (r *Running) Wait() error {
-	err := r.cmd.Wait()
-	KillGroup(r.cmd)
+	var err error
+	if r.cmd != nil {
+		err = r.cmd.Wait()
+		KillGroup(r.cmd)
+		if ps := r.cmd.ProcessState; ps != nil {
+			r.status, r.ended = statusOf(ps), true
+		}
+	} else {
+		r.status, err = r.proc.wait()
+		r.ended = err == nil
+		if err == nil && (r.status.Code != 0 || r.status.Signal != 0) {
+			err = &ExitError{Status: r.status}
+		}
+	}
 	copied := make(chan struct{})
 	go func() {
 		r.copiers.Wait()
 		close(copied)
 	}()
-	delay := r.cmd.WaitDelay
+	delay := r.delay
 	if delay <= 0 {
 		delay = DefaultWaitDelay
 	}
@@ -129,3 +200,28 @@ func (r *Running) Wait() error {
 	}
 	return err
 }
+
+// Status reports how the command ended, once Wait has returned; ok is
+// false when that is not known (it never ended normally, or Wait lost it).
+func (r *Running) Status() (st Status, ok bool) { return r.status, r.ended }
+
+// ExitError is Wait's error for a command a launcher ran that did not
+// exit with 0.
+type ExitError struct{ Status Status }
+
+func (e *ExitError) Error() string {
+	if e.Status.Signal != 0 {
+		return "signal: " + e.Status.Signal.String()
+	}
+	return fmt.Sprintf("exit status %d", e.Status.Code)
+}
+
+func statusOf(ps *os.ProcessState) Status {
+	st := Status{Code: ps.ExitCode(), CPU: ps.UserTime() + ps.SystemTime()}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		st.Signal = ws.Signal()
+	}
+	return st
+}
+
+var errLauncherGone = errors.New("the launcher running the command ended")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -41,14 +42,53 @@ func (r *Roots) noteTemp(tmp string) (done func()) {
 	return func() { os.Remove(f.Name()) }
 }
 
-// ShellDirPrefix starts the name of a shell call's private temp dir; the
-// creating process's id follows, so CleanStale knows whose it is.
+// ShellDirPrefix starts the name of the directory holding a process's
+// shell calls' private temp dirs; the process's id follows, so
+// CleanStale knows whose it is.
 const ShellDirPrefix = "meka-shell-"
 
-// MkShellTemp creates a shell call's private temp dir in the system temp
-// directory, named for this process.
+// shellRoot is this process's directory of shell temp dirs, made on first
+// use.
+var shellRoot struct {
+	mu  sync.Mutex
+	dir string // canonical
+}
+
+// MkShellTemp creates a shell call's private temp dir in this process's
+// directory of them, which it makes in the system temp directory, named
+// for this process, the first time (and again if something removed it).
+// Commands confined the same way share a launcher (see Launch) only when
+// their temp dirs are made here.
 func MkShellTemp() (string, error) {
-	return os.MkdirTemp("", ShellDirPrefix+strconv.Itoa(os.Getpid())+"-")
+	shellRoot.mu.Lock()
+	defer shellRoot.mu.Unlock()
+	for range 2 {
+		if shellRoot.dir == "" {
+			d, err := os.MkdirTemp("", ShellDirPrefix+strconv.Itoa(os.Getpid())+"-")
+			if err != nil {
+				return "", err
+			}
+			if c, err := Canonical(d); err == nil {
+				d = c
+			}
+			shellRoot.dir = d
+		}
+		d, err := os.MkdirTemp(shellRoot.dir, "call-")
+		if errors.Is(err, fs.ErrNotExist) && shellRoot.dir != "" {
+			shellRoot.dir = "" // removed under us: make another
+			continue
+		}
+		return d, err
+	}
+	return "", fmt.Errorf("make a shell temp dir: %w", fs.ErrNotExist)
+}
+
+// shellTempRoot returns the directory MkShellTemp makes temp dirs in, ""
+// before it has made one.
+func shellTempRoot() string {
+	shellRoot.mu.Lock()
+	defer shellRoot.mu.Unlock()
+	return shellRoot.dir
 }
 
 // legacyAge is how old a temp dir without a process id in its name must be

@@ -31,6 +31,17 @@ type Spec struct {
 	// Network leaves the network open: no loopback to bring up, no
 	// abstract-socket scope.
 	Network bool
+	// Landlock confines writes to Writable (and signals and abstract
+	// sockets) with Landlock; without it the helper only runs in the
+	// mounts bubblewrap made.
+	Landlock bool
+	// Serve makes the helper a launcher: instead of executing Path it
+	// starts every command meka sends on ServeFD, each confined alone.
+	Serve bool
+	// TempRoot, for a launcher, is the directory holding its commands'
+	// temp dirs: bound writable, while each command's Landlock domain
+	// writes only its own temp dir there.
+	TempRoot string
 	// MapIDs, set when the helper starts in a user namespace of its own,
 	// makes it map UID and GID to themselves there, as its first act.
 	MapIDs   bool
@@ -41,7 +52,10 @@ type Spec struct {
 // args (args[0] the command's name) confined by s. Each field is an
 // argument of its own, so a path may hold any byte but NUL.
 func (s Spec) Args(args []string) []string {
-	out := []string{Marker, "p=" + s.Path}
+	out := []string{Marker}
+	if s.Path != "" {
+		out = append(out, "p="+s.Path)
+	}
 	for _, w := range s.Writable {
 		out = append(out, "w="+w)
 	}
@@ -57,6 +71,15 @@ func (s Spec) Args(args []string) []string {
 	if s.Network {
 		out = append(out, "n")
 	}
+	if s.Landlock {
+		out = append(out, "l")
+	}
+	if s.Serve {
+		out = append(out, "z")
+	}
+	if s.TempRoot != "" {
+		out = append(out, "t="+s.TempRoot)
+	}
 	if s.MapIDs {
 		out = append(out, "u="+itoa(s.UID)+":"+itoa(s.GID))
 	}
@@ -69,6 +92,12 @@ func (s Spec) Args(args []string) []string {
 func parse(a []string) (Spec, []string, error) {
 	var s Spec
 	for i, arg := range a {
+		if arg == "--" && s.Serve {
+			if s.Path != "" || i+1 != len(a) {
+				return s, nil, errorString("a launcher takes no command")
+			}
+			return s, nil, nil
+		}
 		if arg == "--" {
 			if s.Path == "" || i+1 >= len(a) {
 				return s, nil, errorString("no command")
@@ -92,6 +121,12 @@ func parse(a []string) (Spec, []string, error) {
 			s.Mount = true
 		case "n":
 			s.Network = true
+		case "l":
+			s.Landlock = true
+		case "z":
+			s.Serve = true
+		case "t":
+			s.TempRoot = val
 		case "u":
 			uid, gid, ok := cut(val, ':')
 			var err1, err2 bool

@@ -71,9 +71,10 @@ func helperPrefix(b []byte) bool {
 	return string(rest[:len(m)]) == m
 }
 
-// run confines this process and executes the command. In namespaces of
-// its own (Mount) it first maps its ids, binds the tree read-only, brings
-// the loopback up and drops the capabilities that could undo that; then
+// run confines this process and executes the command, or, as a launcher
+// (Serve), serves commands. In namespaces of its own (Mount) it first maps
+// its ids, binds the tree read-only and brings the loopback up; a
+// one-shot helper then drops the capabilities that could undo that, and
 // Landlock confines writes, signals and abstract sockets. Every step
 // acts on this thread (capabilities, no_new_privs and Landlock are
 // per-thread), which then executes the command.
@@ -86,29 +87,16 @@ func run(a []string) error {
 	if err != nil {
 		return errorString("read spec: " + err.Error())
 	}
-	if s.MapIDs {
-		if err := mapIDs(s.UID, s.GID); err != nil {
-			return err
+	if err := setUp(s); err != nil {
+		if s.Serve {
+			syscall.Write(ServeFD, []byte("e"+err.Error()))
 		}
+		return err
+	}
+	if s.Serve {
+		return serve(s)
 	}
 	if s.Mount {
-		wd, err := syscall.Getwd()
-		if err != nil {
-			return wrap("read working directory", err)
-		}
-		if err := mountConfined(s); err != nil {
-			return err
-		}
-		// The working directory still names the mount under the new
-		// binds (read-only now); entering it again finds the top one.
-		if err := syscall.Chdir(wd); err != nil {
-			return wrap("enter "+wd, err)
-		}
-		if !s.Network {
-			if err := loopbackUp(); err != nil {
-				return wrap("bring lo up", err)
-			}
-		}
 		if syscall.Geteuid() == 0 {
 			err = dropCaps()
 		} else {
@@ -118,11 +106,44 @@ func run(a []string) error {
 			return wrap("drop capabilities", err)
 		}
 	}
-	if err := restrict(s.Writable, s.Network); err != nil {
-		return wrap("restrict: landlock", err)
+	if s.Landlock {
+		if err := restrict(s.Writable, s.Network); err != nil {
+			return wrap("restrict: landlock", err)
+		}
 	}
 	err = syscall.Exec(s.Path, args, syscall.Environ())
 	return wrap("execute "+s.Path, err)
+}
+
+// setUp maps the ids and, in namespaces of the helper's own, builds its
+// view of the tree and its loopback.
+func setUp(s Spec) error {
+	if s.MapIDs {
+		if err := mapIDs(s.UID, s.GID); err != nil {
+			return err
+		}
+	}
+	if !s.Mount {
+		return nil
+	}
+	wd, err := syscall.Getwd()
+	if err != nil {
+		return wrap("read working directory", err)
+	}
+	if err := mountConfined(s); err != nil {
+		return err
+	}
+	// The working directory still names the mount under the new binds
+	// (read-only now); entering it again finds the top one.
+	if err := syscall.Chdir(wd); err != nil {
+		return wrap("enter "+wd, err)
+	}
+	if !s.Network {
+		if err := loopbackUp(); err != nil {
+			return wrap("bring lo up", err)
+		}
+	}
+	return nil
 }
 
 func wrap(what string, err error) error { return errorString(what + ": " + err.Error()) }
@@ -201,7 +222,11 @@ func mountConfined(s Spec) error {
 	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return wrap("mount /proc", err)
 	}
-	for _, w := range s.Writable {
+	writable := s.Writable
+	if s.TempRoot != "" {
+		writable = append(writable[:len(writable):len(writable)], s.TempRoot)
+	}
+	for _, w := range writable {
 		if err := syscall.Mount(w, w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return wrap("bind "+w, err)
 		}
@@ -211,7 +236,7 @@ func mountConfined(s Spec) error {
 			return wrap("bind "+p, err)
 		}
 	}
-	under := writableUnder(s.Writable, s.Protected)
+	under := writableUnder(writable, s.Protected)
 	for _, w := range under {
 		if err := syscall.Mount(w, w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return wrap("bind "+w, err)
@@ -226,7 +251,7 @@ func mountConfined(s Spec) error {
 	if err := setattr("/", atRecursive, mountAttrRdonly, 0); err != nil {
 		return wrap("bind the tree read-only", err)
 	}
-	for _, w := range s.Writable {
+	for _, w := range writable {
 		err := setattr(w, atRecursive, mountAttrNodev|mountAttrNosuid, mountAttrRdonly)
 		if err == syscall.EPERM { // a mount below is read-only for good
 			err = setattr(w, 0, mountAttrNodev|mountAttrNosuid, mountAttrRdonly)

@@ -1,0 +1,442 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"meka.dev/meka/internal/sandbox/helper"
+)
+
+// Launchers: at most maxLaunchers run at once (a session has one per
+// level and set of roots it uses; past that, commands start as Command
+// builds them), and one that has started nothing for launcherIdle ends.
+const (
+	maxLaunchers    = 8
+	launcherIdle    = 5 * time.Minute
+	launcherStartup = 10 * time.Second
+)
+
+// pool holds the running launchers, one per confinement.
+var pool = &launchers{m: map[string]*launcher{}, failed: map[string]bool{}}
+
+type launchers struct {
+	mu     sync.Mutex
+	m      map[string]*launcher // by key
+	failed map[string]bool      // keys whose launcher could not start
+}
+
+// launcher is a helper serving commands (helper.Spec.Serve).
+type launcher struct {
+	key  string
+	ctrl *net.UnixConn
+	cmd  *exec.Cmd
+	// running counts the commands started and not yet waited for; idle
+	// ends the launcher once none has run for launcherIdle. Both are
+	// guarded by pool.mu.
+	running int
+	idle    *time.Timer
+}
+
+// launch runs spec through a launcher. ok is false when no launcher can
+// take it (unconfined, a temp dir MkShellTemp did not make, a launcher
+// that cannot start here): the caller then runs it as Command builds it.
+func launch(ctx context.Context, spec Spec, dir string, stdout, stderr io.Writer) (r *Running, ok bool, err error) {
+	if spec.Mode == Unrestricted {
+		return nil, false, nil
+	}
+	p := hostProbe()
+	c, err := p.confine(spec)
+	if err != nil {
+		return nil, true, fmt.Errorf("build command: %w", err)
+	}
+	root := ""
+	if c.temp != "" {
+		if root = shellTempRoot(); root == "" || filepath.Dir(c.temp) != root {
+			return nil, false, nil
+		}
+	}
+	for range 2 { // a launcher that died meanwhile is replaced once
+		l := pool.get(c, root, p)
+		if l == nil {
+			return nil, false, nil
+		}
+		r, err := l.start(ctx, c, spec, dir, stdout, stderr)
+		if errors.Is(err, errLauncherGone) {
+			pool.release(l)
+			pool.drop(l)
+			continue
+		}
+		if err != nil {
+			pool.release(l)
+			return nil, true, err
+		}
+		return r, true, nil
+	}
+	return nil, false, nil
+}
+
+// key names a confinement's launcher: every field of the confinement it
+// was started with, the command's own (program, environment, temp dir)
+// apart.
+func (c confinement) key(root string) string {
+	var b strings.Builder
+	field := func(tag string, vals ...string) {
+		for _, v := range vals {
+			b.WriteString(tag)
+			b.WriteString(v)
+			b.WriteByte(0)
+		}
+	}
+	field("b", c.backend)
+	field("w", c.writable...)
+	field("r", c.protected...)
+	field("s", c.sockets...)
+	field("t", root)
+	field("n", strconv.FormatBool(c.network))
+	return b.String()
+}
+
+// get returns the launcher for c, started if need be, counted as running
+// one more command; nil if none can be had.
+func (ls *launchers) get(c confinement, root string, p probe) *launcher {
+	key := c.key(root)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l := ls.m[key]; l != nil {
+		l.running++
+		l.idle.Stop()
+		return l
+	}
+	if ls.failed[key] {
+		return nil
+	}
+	if len(ls.m) >= maxLaunchers && !ls.evictIdle() {
+		return nil
+	}
+	l, err := p.startLauncher(c, root)
+	if err != nil {
+		ls.failed[key] = true
+		return nil
+	}
+	l.key = key
+	l.running = 1
+	l.idle = time.AfterFunc(launcherIdle, func() { ls.closeIdle(l) })
+	l.idle.Stop()
+	ls.m[key] = l
+	go func() {
+		l.cmd.Wait()
+		ls.drop(l)
+	}()
+	return l
+}
+
+// evictIdle ends one launcher running nothing; ls.mu is held.
+func (ls *launchers) evictIdle() bool {
+	for key, l := range ls.m {
+		if l.running == 0 {
+			delete(ls.m, key)
+			l.idle.Stop()
+			l.ctrl.Close()
+			return true
+		}
+	}
+	return false
+}
+
+// release counts one command of l's as waited for.
+func (ls *launchers) release(l *launcher) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l.running--; l.running == 0 {
+		l.idle.Reset(launcherIdle)
+	}
+}
+
+// closeIdle ends l if it still runs nothing.
+func (ls *launchers) closeIdle(l *launcher) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l.running == 0 && ls.m[l.key] == l {
+		delete(ls.m, l.key)
+		l.ctrl.Close()
+	}
+}
+
+// drop forgets l, which has died or failed: its commands died with it.
+func (ls *launchers) drop(l *launcher) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.m[l.key] == l {
+		delete(ls.m, l.key)
+	}
+	l.ctrl.Close()
+}
+
+// startLauncher starts a helper that confines itself as c says, with
+// root (its commands' temp dirs) writable, and waits until it serves.
+func (p probe) startLauncher(c confinement, root string) (*launcher, error) {
+	exe, err := p.executable()
+	if err != nil {
+		return nil, err
+	}
+	ctrl, theirs, err := socketPair(syscall.SOCK_SEQPACKET)
+	if err != nil {
+		return nil, err
+	}
+	defer theirs.Close()
+	var writable []string
+	if root != "" {
+		writable = append(writable, root)
+	}
+	hs := helper.Spec{Writable: c.writable, Protected: c.protected, Sockets: c.sockets,
+		Network: c.network, Serve: true, TempRoot: root}
+	var cmd *exec.Cmd
+	switch c.backend {
+	case BackendLandlock:
+		hs.Mount, hs.Landlock = true, true
+		if uid := os.Geteuid(); uid != 0 {
+			hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
+		}
+		cmd = exec.Command(exe, hs.Args(nil)...)
+		ns := nsAll
+		if c.network {
+			ns = nsNoNet
+		}
+		cmd.SysProcAttr = sysProcAttr(ns)
+	case BackendBwrap, BackendBoth:
+		bwrap, err := p.bwrap()
+		if err != nil {
+			ctrl.Close()
+			return nil, err
+		}
+		hs.Landlock = c.backend == BackendBoth
+		hs.TempRoot = ""
+		plan := bwrapPlan{writable: append(writable, c.writable...), protected: c.protected, sockets: c.sockets,
+			network: c.network, dropCaps: os.Geteuid() == 0, launcher: true, dir: "/",
+			path: exe, args: append([]string{exe}, hs.Args(nil)...)}
+		cmd = exec.Command(bwrap, bwrapArgs(plan)...)
+		cmd.SysProcAttr = sysProcAttr(nsNone)
+	default:
+		ctrl.Close()
+		return nil, fmt.Errorf("unknown backend %q", c.backend)
+	}
+	var stderr bytes.Buffer
+	cmd.Dir, cmd.Env, cmd.Stderr = "/", []string{}, &limitedWriter{w: &stderr, n: 4096}
+	cmd.ExtraFiles = []*os.File{theirs}
+	if err := cmd.Start(); err != nil {
+		ctrl.Close()
+		return nil, err
+	}
+	theirs.Close()
+	ctrl.SetReadDeadline(time.Now().Add(launcherStartup))
+	var b [4096]byte
+	n, err := ctrl.Read(b[:])
+	ctrl.SetReadDeadline(time.Time{})
+	if err == nil && n == 1 && b[0] == 'r' {
+		return &launcher{ctrl: ctrl, cmd: cmd}, nil
+	}
+	ctrl.Close()
+	killGroup(cmd.Process.Pid)
+	cmd.Wait()
+	why := strings.TrimSpace(stderr.String())
+	if n > 1 && b[0] == 'e' {
+		why = string(b[1:n])
+	} else if err != nil && why == "" {
+		why = err.Error()
+	}
+	return nil, fmt.Errorf("start launcher: %s", why)
+}
+
+// start has l start one command, tracked in dir.
+func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir string, stdout, stderr io.Writer) (*Running, error) {
+	delay := spec.WaitDelay
+	if delay <= 0 {
+		delay = DefaultWaitDelay
+	}
+	r := &Running{delay: delay, tracked: track(dir)}
+	env := c.env
+	if r.tracked.token != "" {
+		env = append(env[:len(env):len(env)], r.tracked.env())
+	}
+	conn, theirs, err := socketPair(syscall.SOCK_STREAM)
+	if err != nil {
+		r.tracked.Forget()
+		return nil, fmt.Errorf("start command: %w", err)
+	}
+	fail := func(err error, writers []*os.File) (*Running, error) {
+		conn.Close()
+		r.closePipes(writers)
+		r.tracked.Forget()
+		return nil, err
+	}
+	writers, err := r.pipes(stderr != nil)
+	if err != nil {
+		theirs.Close()
+		return fail(fmt.Errorf("start command: %w", err), nil)
+	}
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		theirs.Close()
+		return fail(fmt.Errorf("start command: %w", err), writers)
+	}
+	rights := syscall.UnixRights(int(theirs.Fd()), int(devNull.Fd()), int(writers[0].Fd()), int(writers[len(writers)-1].Fd()))
+	_, _, err = l.ctrl.WriteMsgUnix([]byte{'c'}, rights, nil)
+	theirs.Close()
+	devNull.Close()
+	if err != nil {
+		return fail(errLauncherGone, writers)
+	}
+
+	var req bytes.Buffer
+	field := func(tag byte, vals ...string) {
+		for _, v := range vals {
+			req.WriteByte(tag)
+			req.WriteByte('=')
+			req.WriteString(v)
+			req.WriteByte(0)
+		}
+	}
+	field('p', c.path)
+	if spec.Dir != "" {
+		field('d', spec.Dir)
+	}
+	if c.temp != "" {
+		field('t', c.temp)
+	}
+	field('a', spec.Args...)
+	field('e', env...)
+	for _, s := range append(spec.Args, env...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return fail(errors.New("start command: an argument or environment entry holds a NUL byte"), writers)
+		}
+	}
+	if err := writeMsg(conn, 'q', req.Bytes()); err != nil {
+		return fail(errLauncherGone, writers)
+	}
+	kind, body, err := readMsg(conn)
+	switch {
+	case err != nil:
+		return fail(errLauncherGone, writers)
+	case kind == 'f':
+		return fail(fmt.Errorf("start command: %s", body), writers)
+	case kind != 's':
+		return fail(fmt.Errorf("start command: the launcher answered %q", kind), writers)
+	}
+	r.copy(writers, stdout, stderr)
+	// A cancel ends the command: the launcher kills it when meka stops
+	// writing, and still reports how it ended.
+	stop := context.AfterFunc(ctx, func() { conn.CloseWrite() })
+	r.proc = &launched{conn: conn, l: l, stop: stop}
+	return r, nil
+}
+
+// launched is a command a launcher runs.
+type launched struct {
+	conn *net.UnixConn
+	l    *launcher
+	stop func() bool
+}
+
+// wait reads how the command ended.
+func (p *launched) wait() (Status, error) {
+	defer pool.release(p.l)
+	defer p.conn.Close()
+	defer p.stop()
+	kind, body, err := readMsg(p.conn)
+	if err != nil {
+		return Status{}, errLauncherGone
+	}
+	if kind != 'x' {
+		return Status{}, fmt.Errorf("wait: %s", body)
+	}
+	f := strings.Fields(string(body))
+	if len(f) != 3 {
+		return Status{}, fmt.Errorf("wait: the launcher answered %q", body)
+	}
+	n := make([]int64, 3)
+	for i := range f {
+		if n[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
+			return Status{}, fmt.Errorf("wait: the launcher answered %q", body)
+		}
+	}
+	ws := syscall.WaitStatus(n[0])
+	st := Status{Code: -1, CPU: time.Duration(n[1]+n[2]) * time.Microsecond}
+	switch {
+	case ws.Exited():
+		st.Code = ws.ExitStatus()
+	case ws.Signaled():
+		st.Signal = ws.Signal()
+	}
+	return st, nil
+}
+
+// socketPair returns the two ends of a Unix socket pair of typ: mine as a
+// connection, theirs to hand on.
+func socketPair(typ int) (mine *net.UnixConn, theirs *os.File, err error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, typ|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, os.NewSyscallError("socketpair", err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "launcher")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		syscall.Close(fds[1])
+		return nil, nil, err
+	}
+	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "launcher"), nil
+}
+
+// writeMsg and readMsg speak the launcher's framing: a 4-byte
+// little-endian length, then a body whose first byte is its kind.
+func writeMsg(w io.Writer, kind byte, body []byte) error {
+	b := make([]byte, 5, 5+len(body))
+	binary.LittleEndian.PutUint32(b, uint32(1+len(body)))
+	b[4] = kind
+	_, err := w.Write(append(b, body...))
+	return err
+}
+
+func readMsg(r io.Reader) (kind byte, body []byte, err error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.LittleEndian.Uint32(h[:])
+	if n == 0 || n > 1<<16 {
+		return 0, nil, errors.New("bad message length")
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return 0, nil, err
+	}
+	return b[0], b[1:], nil
+}
+
+// limitedWriter keeps the first n bytes written to w and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}
