@@ -14,6 +14,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == hideMarker {
 		runHide()
 	}
+	if len(os.Args) > 3 && os.Args[1] == launchHolderMarker {
+		runLaunchHolder(os.Args[2], os.Args[3])
+	}
 	if len(os.Args) > 2 && os.Args[1] == holderMarker {
 		runHolder(os.Args[2])
 	}

@@ -17,11 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -232,8 +230,9 @@ func (r *Registry) start(spec Spec) (Task, error) {
 			out.Close()
 		}
 	}()
-	tmp := filepath.Join(r.opts.Dir, id+".tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
+	// Where shell_execute's are, so that a launcher can take the task.
+	tmp, err := sandbox.MkShellTemp()
+	if err != nil {
 		return Task{}, fmt.Errorf("start task: %w", err)
 	}
 
@@ -245,7 +244,9 @@ func (r *Registry) start(spec Spec) (Task, error) {
 		})
 		stopTimer = t.Stop
 	}
-	cmd, err := sandbox.Command(ctx, sandbox.Spec{
+	// Noted before the start, so a death of meka leaves nothing the next
+	// registry cannot find.
+	run, err := sandbox.Launch(ctx, sandbox.Spec{
 		Args:      []string{"sh", "-c", spec.Command},
 		Dir:       spec.Dir,
 		Env:       spec.Env,
@@ -255,13 +256,7 @@ func (r *Registry) start(spec Spec) (Task, error) {
 		Backend:   spec.Backend,
 		Network:   spec.Network,
 		Protected: spec.Protected,
-	})
-	var run *sandbox.Running
-	if err == nil {
-		// Noted before the start, so a death of meka leaves nothing
-		// the next registry cannot find.
-		run, err = sandbox.StartTracked(filepath.Join(r.opts.Dir, "running"), cmd, out, nil)
-	}
+	}, filepath.Join(r.opts.Dir, "running"), out, nil)
 	if err != nil {
 		stopTimer()
 		cancel(nil)
@@ -304,20 +299,14 @@ func (r *Registry) wait(e *entry, ctx context.Context, run *sandbox.Running, out
 	r.mu.Lock()
 	t := &e.task
 	t.Ended = r.opts.Now()
-	var exitErr *exec.ExitError
-	var ws syscall.WaitStatus
-	if errors.As(werr, &exitErr) {
-		ws, _ = exitErr.Sys().(syscall.WaitStatus)
-	}
+	st, ended := run.Status()
 	switch {
-	case werr == nil:
-		t.State, t.ExitCode = Exited, 0
-	case exitErr != nil && ws.Exited():
-		t.State, t.ExitCode = Exited, ws.ExitStatus()
+	case ended && st.Signal == 0:
+		t.State, t.ExitCode = Exited, st.Code
 	case cause != nil:
 		t.State, t.Reason = Killed, cause.Error()
-	case exitErr != nil && ws.Signaled():
-		t.State, t.Signal = Failed, unix.SignalName(ws.Signal())
+	case ended:
+		t.State, t.Signal = Failed, unix.SignalName(st.Signal)
 	default:
 		t.State, t.Reason = Failed, werr.Error()
 	}

@@ -84,9 +84,6 @@ func TestTaskExits(t *testing.T) {
 	if g, _ := r.Get(got.ID); !g.Reported {
 		t.Error("MarkReported did not mark the task")
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(got.Output), got.ID+".tmp")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("temp dir left behind: %v", err)
-	}
 }
 
 // fifo returns a named pipe a task writes one line to, and a function
@@ -234,7 +231,7 @@ func TestConfinedTask(t *testing.T) {
 	r, done := newRegistry(t)
 	ws, out := t.TempDir(), t.TempDir()
 	spec := Spec{
-		Command:  `echo x > "$WS/in"; echo x > "$OUT/out" || echo refused; echo to-stderr >/dev/stderr; echo tmp > "$TMPDIR/t" && echo tmp-ok`,
+		Command:  `echo x > "$WS/in"; echo x > "$OUT/out" || echo refused; echo to-stderr >/dev/stderr; echo tmp > "$TMPDIR/t" && echo tmp-ok; echo "tmpdir=$TMPDIR"`,
 		Dir:      ws,
 		Env:      append([]string{"WS=" + ws, "OUT=" + out}, testEnv...),
 		Mode:     sandbox.Workspace,
@@ -264,6 +261,12 @@ func TestConfinedTask(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("output lacks %q:\n%s", want, b)
 		}
+	}
+	_, tmp, _ := strings.Cut(string(b), "tmpdir=")
+	if tmp = strings.TrimSpace(tmp); tmp == "" {
+		t.Fatalf("no temp dir in the output:\n%s", b)
+	} else if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temp dir %s left behind: %v", tmp, err)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -16,13 +15,12 @@ import (
 	"meka.dev/meka/tool"
 )
 
-// signalOf names the signal that ended a process, "" if it exited.
-func signalOf(ps *os.ProcessState) string {
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() {
+// signalName names the signal that ended a process, "" if none did.
+func signalName(sig syscall.Signal) string {
+	if sig == 0 {
 		return ""
 	}
-	return unix.SignalName(ws.Signal())
+	return unix.SignalName(sig)
 }
 
 // result is what the model reads: how the command ended, then stdout and

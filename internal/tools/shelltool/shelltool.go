@@ -361,13 +361,6 @@ func (t *Tool) foreground(ctx context.Context, call tool.Call, timeout time.Dura
 	}
 	runCtx, cancel := t.opts.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd, err := sandbox.Command(runCtx, spec)
-	if err != nil {
-		if errors.Is(err, sandbox.ErrNoConfinement) {
-			return tool.Errorf("shell_execute was refused: %v. meka never runs a command unconfined while a level is claimed.", err), nil
-		}
-		return tool.Result{}, fmt.Errorf("run shell_execute: %w", err)
-	}
 
 	var lv *live
 	if call.Output != nil {
@@ -395,17 +388,21 @@ func (t *Tool) foreground(ctx context.Context, call tool.Call, timeout time.Dura
 	}
 	// Noted before the start: a death of meka at any point after leaves
 	// nothing the next holder cannot find.
-	run, err := sandbox.StartTracked(t.opts.RunningDir, cmd, stdout, stderr)
+	run, err := sandbox.Launch(runCtx, spec, t.opts.RunningDir, stdout, stderr)
 	if err != nil {
 		stopLive()
+		if errors.Is(err, sandbox.ErrNoConfinement) {
+			return tool.Errorf("shell_execute was refused: %v. meka never runs a command unconfined while a level is claimed.", err), nil
+		}
 		return tool.Errorf("shell_execute could not start the command: %v", err), nil
 	}
 	werr := run.Wait()
 	stopLive() // the last Output call happens before Run returns
 
 	st := State{ExitCode: -1, Sandbox: spec.Backend}
-	if ps := cmd.ProcessState; ps != nil {
-		st.ExitCode, st.Signal = ps.ExitCode(), signalOf(ps)
+	ended, ok := run.Status()
+	if ok {
+		st.ExitCode, st.Signal = ended.Code, signalName(ended.Signal)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -413,7 +410,7 @@ func (t *Tool) foreground(ctx context.Context, call tool.Call, timeout time.Dura
 	case runCtx.Err() != nil && st.ExitCode < 0:
 		st.TimedOut = true
 	}
-	if werr != nil && cmd.ProcessState == nil {
+	if !ok {
 		return tool.Errorf("shell_execute: the command failed: %v", werr), nil
 	}
 	return t.result(timeout, st, stdout, stderr), nil

@@ -1,0 +1,305 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// launchHolderMarker makes the test binary launch a command, print its
+// first line and wait to be killed: TestLaunchedDieWithMeka.
+const launchHolderMarker = "__meka_launch_holder"
+
+// launchedSpecs lists a workspace spec on each usable backend, with a
+// temp dir a launcher takes.
+func launchedSpecs(t *testing.T) []Spec {
+	t.Helper()
+	var out []Spec
+	for _, b := range usableBackends(t) {
+		ws := canonTemp(t)
+		out = append(out, Spec{Mode: Workspace, Backend: b, Env: []string{testPath}, Dir: ws, Writable: []string{ws}, TempDir: shellTemp(t)})
+	}
+	if len(out) == 0 {
+		t.Skip("no backend confines here")
+	}
+	return out
+}
+
+// mustLaunch launches spec, failing the test unless a launcher took it.
+func mustLaunch(t *testing.T, ctx context.Context, spec Spec, stdout, stderr io.Writer) *Running {
+	t.Helper()
+	run, err := Launch(ctx, spec, "", stdout, stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.proc == nil {
+		t.Fatal("the command was not launched")
+	}
+	return run
+}
+
+// waitBounded fails the test if run's Wait takes ten seconds.
+func waitBounded(t *testing.T, run *Running) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not return: something still holds the output")
+		return nil
+	}
+}
+
+func TestLaunchStatusAndStreams(t *testing.T) {
+	for _, spec := range launchedSpecs(t) {
+		t.Run(spec.Backend, func(t *testing.T) {
+			spec.Args = []string{"sh", "-c", `echo out; echo err >&2; echo "$TMPDIR" > "$TMPDIR/t"; cat "$TMPDIR/t"; pwd; exit 4`}
+			var stdout, stderr lockedBuffer
+			run := mustLaunch(t, t.Context(), spec, &stdout, &stderr)
+			err := waitBounded(t, run)
+			var exit *ExitError
+			if !errors.As(err, &exit) || exit.Status.Code != 4 {
+				t.Errorf("Wait = %v, want exit status 4", err)
+			}
+			if st, ok := run.Status(); !ok || st.Code != 4 || st.Signal != 0 {
+				t.Errorf("Status = %+v, %v; want code 4", st, ok)
+			}
+			want := fmt.Sprintf("out\n%s\n%s\n", spec.TempDir, spec.Dir)
+			if stdout.String() != want || stderr.String() != "err\n" {
+				t.Errorf("stdout %q, stderr %q; want %q, %q", stdout.String(), stderr.String(), want, "err\n")
+			}
+		})
+	}
+}
+
+// A command a launcher runs ends everything it started when it exits,
+// even what left its session: its PID namespace ends with it.
+func TestLaunchLeftoversKilled(t *testing.T) {
+	for _, spec := range launchedSpecs(t) {
+		t.Run(spec.Backend, func(t *testing.T) {
+			spec.Args = []string{"sh", "-c", "setsid sleep 100 & sleep 100 & echo started"}
+			// A bound the test would notice: the sleeps hold the pipe.
+			spec.WaitDelay = 10 * time.Minute
+			var out lockedBuffer
+			run := mustLaunch(t, t.Context(), spec, &out, nil)
+			if err := waitBounded(t, run); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != "started\n" {
+				t.Errorf("output = %q", out.String())
+			}
+		})
+	}
+}
+
+func TestLaunchCancelKillsTree(t *testing.T) {
+	for _, spec := range launchedSpecs(t) {
+		t.Run(spec.Backend, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			spec.Args = []string{"sh", "-c", "setsid sleep 100 & echo started; sleep 100"}
+			spec.WaitDelay = 10 * time.Minute
+			pr, pw := io.Pipe()
+			defer pr.Close()
+			run := mustLaunch(t, ctx, spec, pw, nil)
+			if _, err := bufio.NewReader(pr).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			go io.Copy(io.Discard, pr)
+			cancel()
+			if err := waitBounded(t, run); err == nil {
+				t.Error("Wait after cancel = nil, want the kill")
+			}
+			if st, ok := run.Status(); !ok || st.Signal != syscall.SIGKILL {
+				t.Errorf("Status = %+v, %v; want killed by SIGKILL", st, ok)
+			}
+		})
+	}
+}
+
+// Commands confined alike share a launcher; another confinement gets one
+// of its own; a command that cannot start says why, and the launcher
+// serves on.
+func TestLaunchersShared(t *testing.T) {
+	spec := launchedSpecs(t)[0]
+	spec.Args = []string{"true"}
+	run := func(spec Spec) *launcher {
+		t.Helper()
+		r := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
+		if err := waitBounded(t, r); err != nil {
+			t.Fatal(err)
+		}
+		return r.proc.l
+	}
+	first := run(spec)
+	spec.TempDir = shellTemp(t)
+	if again := run(spec); again != first {
+		t.Error("a second command confined alike started a launcher of its own")
+	}
+	other := spec
+	other.Writable = []string{canonTemp(t)}
+	if run(other) == first {
+		t.Error("a command with other roots shared the first's launcher")
+	}
+
+	bad := spec
+	bad.Dir = spec.Dir + "/missing"
+	if _, err := Launch(t.Context(), bad, "", io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Launch in a missing directory = %v, want it named", err)
+	}
+	if again := run(spec); again != first {
+		t.Error("the launcher did not serve on after a command failed to start")
+	}
+}
+
+// A launcher that dies takes its commands with it, which Wait reports;
+// the next command gets a new launcher.
+func TestLauncherDeath(t *testing.T) {
+	spec := launchedSpecs(t)[0]
+	spec.Args = []string{"sh", "-c", "echo started; sleep 100"}
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	run := mustLaunch(t, t.Context(), spec, pw, nil)
+	if _, err := bufio.NewReader(pr).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	l := run.proc.l
+	if err := killGroup(l.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitBounded(t, run); !errors.Is(err, errLauncherGone) {
+		t.Errorf("Wait = %v, want %v", err, errLauncherGone)
+	}
+	if _, ok := run.Status(); ok {
+		t.Error("Status known for a command whose launcher died")
+	}
+	spec.Args = []string{"true"}
+	next := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
+	if err := waitBounded(t, next); err != nil {
+		t.Fatal(err)
+	}
+	if next.proc.l == l {
+		t.Error("the dead launcher was used again")
+	}
+}
+
+// Launch leaves to Command what a launcher cannot take: an unconfined
+// command, and a temp dir MkShellTemp did not make.
+func TestLaunchFallsBack(t *testing.T) {
+	specs := []Spec{{Mode: Unrestricted, Args: []string{"true"}, Env: []string{testPath}}}
+	if b := usableBackends(t); len(b) > 0 {
+		specs = append(specs, Spec{Mode: ReadOnly, Backend: b[0], Args: []string{"true"}, Env: []string{testPath}, TempDir: canonTemp(t)})
+	}
+	for _, spec := range specs {
+		run, err := Launch(t.Context(), spec, "", io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.proc != nil || run.Pid() == 0 {
+			t.Errorf("%v with temp dir %q was launched", spec.Mode, spec.TempDir)
+		}
+		if err := run.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runLaunchHolder launches a command confined on backend, prints its
+// first line and waits for its own death.
+func runLaunchHolder(backend, mark string) {
+	tmp, err := MkShellTemp()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ws := os.TempDir()
+	_, err = Launch(context.Background(), Spec{
+		Args: []string{"sh", "-c", "echo started; sleep 100; :", mark}, Env: []string{testPath},
+		Mode: Workspace, Backend: backend, Dir: ws, Writable: []string{ws}, TempDir: tmp,
+	}, "", os.Stdout, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	select {}
+}
+
+// When meka dies, so do the commands its launchers run: the launcher dies
+// with meka, and its PID namespace with it.
+func TestLaunchedDieWithMeka(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range usableBackends(t) {
+		t.Run(backend, func(t *testing.T) {
+			mark := fmt.Sprintf("meka-launched-%d-%d", os.Getpid(), time.Now().UnixNano())
+			holder := exec.Command(exe, launchHolderMarker, backend, mark)
+			holder.Stderr = os.Stderr
+			out, err := holder.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := holder.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Wait()
+			defer holder.Process.Kill()
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "started\n" {
+				t.Fatalf("holder said %q, %v", line, err)
+			}
+			pids := marked(mark, holder.Process.Pid)
+			if len(pids) != 1 {
+				for _, p := range pids {
+					b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+					t.Logf("%d: %q", p, b)
+				}
+				t.Fatalf("%d processes carry the mark, want the command alone", len(pids))
+			}
+			fd, err := unix.PidfdOpen(pids[0], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			t.Cleanup(func() { unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) })
+			holder.Process.Kill()
+			if !exited(t, fd, 10_000) {
+				t.Error("a launched command outlived meka")
+			}
+		})
+	}
+}
+
+// marked returns the processes, other than not, whose command line holds
+// mark.
+func marked(mark string, not int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == not {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(mark)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
