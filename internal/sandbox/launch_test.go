@@ -303,3 +303,46 @@ func marked(mark string, not int) []int {
 	}
 	return pids
 }
+
+// A request the launcher cannot read is refused, saying so, and the
+// launcher serves on.
+func TestLauncherRefusesMalformed(t *testing.T) {
+	spec := launchedSpecs(t)[0]
+	spec.Args = []string{"true"}
+	first := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
+	if err := waitBounded(t, first); err != nil {
+		t.Fatal(err)
+	}
+	l := first.proc.l
+	for _, body := range []string{"x", "p=/bin/true\x00", "a=true\x00", "p=/bin/true\x00a=true"} {
+		conn, theirs, err := socketPair(syscall.SOCK_STREAM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rights := syscall.UnixRights(int(theirs.Fd()), int(null.Fd()), int(null.Fd()), int(null.Fd()))
+		if _, _, err := l.ctrl.WriteMsgUnix([]byte{'c'}, rights, nil); err != nil {
+			t.Fatal(err)
+		}
+		theirs.Close()
+		null.Close()
+		if err := writeMsg(conn, 'q', []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		kind, why, err := readMsg(conn)
+		conn.Close()
+		if err != nil || kind != 'f' || len(why) == 0 {
+			t.Errorf("request %q answered %q %q, %v; want a refusal", body, kind, why, err)
+		}
+	}
+	again := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
+	if err := waitBounded(t, again); err != nil {
+		t.Fatal(err)
+	}
+	if again.proc.l != l {
+		t.Error("the launcher did not serve on")
+	}
+}

@@ -9,7 +9,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	for _, s := range []Spec{
 		{Path: "/usr/bin/true"},
 		{Path: "/bin/sh", Writable: []string{"/w", "/odd/--", "/new\nline", "/a=b"}, Protected: []string{"/w/.git/hooks"},
-			Sockets: []string{"/run/x.sock"}, Mount: true, Network: true, MapIDs: true, UID: 4242, GID: 0},
+			Sockets: []string{"/run/x.sock"}, Mount: true, Network: true, MapIDs: true, UID: 4242, GID: 0, Landlock: true},
 	} {
 		args := []string{"sh", "-c", "echo --", "--", "p=/x"}
 		a := s.Args(args)
@@ -23,6 +23,22 @@ func TestArgsRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, s) || !reflect.DeepEqual(gotArgs, args) {
 			t.Errorf("round trip of %+v %q = %+v %q", s, args, got, gotArgs)
 		}
+	}
+}
+
+func TestServeArgsRoundTrip(t *testing.T) {
+	s := Spec{Writable: []string{"/w"}, Mount: true, Landlock: true, Serve: true, TempRoot: "/tmp/meka-shell-1-2"}
+	a := s.Args(nil)
+	got, args, err := parse(a[1:])
+	if err != nil || !reflect.DeepEqual(got, s) || args != nil {
+		t.Errorf("round trip of %+v = %+v %q, %v", s, got, args, err)
+	}
+	// A launcher runs no command of its own.
+	if _, _, err := parse([]string{"z", "p=/bin/true", "--"}); err == nil {
+		t.Error("a launcher with a program parsed")
+	}
+	if _, _, err := parse([]string{"z", "--", "true"}); err == nil {
+		t.Error("a launcher with a command parsed")
 	}
 }
 
