@@ -95,6 +95,19 @@ func attack(op string, args []string) error {
 			return err
 		}
 		return c.Close()
+	case "tcp-listen":
+		// Listens on 127.0.0.1, says where, and takes one connection.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		fmt.Println(l.Addr())
+		c, err := l.Accept()
+		if err != nil {
+			return err
+		}
+		return c.Close()
 	case "tcp-self":
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

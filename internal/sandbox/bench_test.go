@@ -10,37 +10,52 @@ import (
 )
 
 // BenchmarkTrue is the cost of confinement per command: spawn to exit of
-// true at workspace on each backend, against unrestricted.
+// true at workspace on each backend, as shell_execute runs it (a temp dir
+// of its own, through Launch and so a launcher), against unrestricted;
+// and, for comparison, as Command builds it (a helper or bubblewrap per
+// command: "direct").
 func BenchmarkTrue(b *testing.B) {
-	cols := []Spec{{Mode: Unrestricted}}
+	type column struct {
+		name   string
+		spec   Spec
+		direct bool
+	}
+	cols := []column{{name: "unrestricted", spec: Spec{Mode: Unrestricted}}}
 	for _, g := range Check() {
 		if g.Holds(false) {
-			cols = append(cols, Spec{Mode: Workspace, Backend: g.Backend})
+			spec := Spec{Mode: Workspace, Backend: g.Backend}
+			cols = append(cols, column{"workspace/" + g.Backend, spec, false}, column{"workspace/" + g.Backend + "/direct", spec, true})
 		}
 	}
 	for _, col := range cols {
-		name := "unrestricted"
-		if col.Backend != "" {
-			name = "workspace/" + col.Backend
-		}
-		b.Run(name, func(b *testing.B) {
+		b.Run(col.name, func(b *testing.B) {
 			ws := b.TempDir()
-			spec := col
+			spec := col.spec
 			spec.Args, spec.Env, spec.Dir, spec.Writable = []string{"true"}, []string{testPath}, ws, []string{ws}
 			// CPU time says what the machine's load does not: wall time
-			// on a shared machine waits for a core too.
+			// on a shared machine waits for a core too. It is the
+			// command's own (and, direct, its helper's or bubblewrap's).
 			var cpu time.Duration
 			for b.Loop() {
-				// As shell_execute runs a command: a temp dir of its own,
-				// through Launch.
-				tmp, err := MkShellTemp()
-				if err != nil {
-					b.Fatal(err)
-				}
+				spec.TempDir = ""
 				if spec.Mode != Unrestricted {
+					tmp, err := MkShellTemp()
+					if err != nil {
+						b.Fatal(err)
+					}
 					spec.TempDir = tmp
 				}
-				run, err := Launch(b.Context(), spec, "", io.Discard, io.Discard)
+				var run *Running
+				var err error
+				if col.direct {
+					cmd, cerr := Command(b.Context(), spec)
+					if cerr != nil {
+						b.Fatal(cerr)
+					}
+					run, err = Start(cmd, io.Discard, io.Discard)
+				} else {
+					run, err = Launch(b.Context(), spec, "", io.Discard, io.Discard)
+				}
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -49,7 +64,9 @@ func BenchmarkTrue(b *testing.B) {
 				}
 				st, _ := run.Status()
 				cpu += st.CPU
-				os.RemoveAll(tmp)
+				if spec.TempDir != "" {
+					os.RemoveAll(spec.TempDir)
+				}
 			}
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})

@@ -266,6 +266,11 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 	if delay <= 0 {
 		delay = DefaultWaitDelay
 	}
+	for _, s := range append(spec.Args[:len(spec.Args):len(spec.Args)], c.env...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, errors.New("start command: an argument or environment entry holds a NUL byte")
+		}
+	}
 	r := &Running{delay: delay, tracked: track(dir)}
 	env := c.env
 	if r.tracked.token != "" {
@@ -318,11 +323,6 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 	}
 	field('a', spec.Args...)
 	field('e', env...)
-	for _, s := range append(spec.Args, env...) {
-		if strings.IndexByte(s, 0) >= 0 {
-			return fail(errors.New("start command: an argument or environment entry holds a NUL byte"), writers)
-		}
-	}
 	if err := writeMsg(conn, 'q', req.Bytes()); err != nil {
 		return fail(errLauncherGone, writers)
 	}

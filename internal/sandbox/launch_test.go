@@ -346,3 +346,41 @@ func TestLauncherRefusesMalformed(t *testing.T) {
 		t.Error("the launcher did not serve on")
 	}
 }
+
+// Commands confined alike share their launcher's closed network: a server
+// one starts on 127.0.0.1 is reachable by the next.
+func TestLaunchedShareLoopback(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range launchedSpecs(t) {
+		t.Run(spec.Backend, func(t *testing.T) {
+			spec.Env = append(spec.Env, "GORACE=atexit_sleep_ms=0")
+			server := spec
+			server.Args = []string{exe, attackMarker, "tcp-listen"}
+			pr, pw := io.Pipe()
+			defer pr.Close()
+			srv := mustLaunch(t, t.Context(), server, pw, nil)
+			addr, err := bufio.NewReader(pr).ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			go io.Copy(io.Discard, pr)
+			client := spec
+			client.TempDir = shellTemp(t)
+			client.Args = []string{exe, attackMarker, "tcp", strings.TrimSpace(addr)}
+			var out lockedBuffer
+			run := mustLaunch(t, t.Context(), client, &out, nil)
+			if err := waitBounded(t, run); err != nil || out.String() != "ok\n" {
+				t.Errorf("client = %q, %v; want ok", out.String(), err)
+			}
+			if run.proc.l != srv.proc.l {
+				t.Error("the two commands had launchers of their own")
+			}
+			if err := waitBounded(t, srv); err != nil {
+				t.Errorf("server: %v", err)
+			}
+		})
+	}
+}
