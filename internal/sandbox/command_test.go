@@ -396,7 +396,9 @@ func TestConfinedLeavesNothing(t *testing.T) {
 	}
 	for i, spec := range cols {
 		mark := fmt.Sprintf("MEKA_TEST_MARK=%d-%d", os.Getpid(), i)
-		spec.Args = []string{"sh", "-c", "setsid sleep 100 </dev/null >/dev/null 2>&1 & exit 0"}
+		// The command ends once the child runs sleep: a child between
+		// fork and exec may show an empty environment.
+		spec.Args = []string{"sh", "-c", "setsid sleep 100 </dev/null >/dev/null 2>&1 & until grep -q sleep /proc/$!/cmdline; do :; done; exit 0"}
 		spec.Env, spec.Dir, spec.Writable, spec.TempDir = []string{testPath, mark}, ws, []string{ws}, tmp
 		cmd, err := Command(t.Context(), spec)
 		if err != nil {
