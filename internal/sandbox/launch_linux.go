@@ -315,8 +315,9 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 		}
 	}
 	field('p', c.path)
-	if spec.Dir != "" {
-		field('d', spec.Dir)
+	// As exec.Cmd would: the directory relative to meka's, or meka's.
+	if wd, err := filepath.Abs(spec.Dir); err == nil {
+		field('d', wd)
 	}
 	if c.temp != "" {
 		field('t', c.temp)
@@ -335,7 +336,7 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 	case kind != 's':
 		return fail(fmt.Errorf("start command: the launcher answered %q", kind), writers)
 	}
-	r.copy(writers, stdout, stderr)
+	r.copyOut(writers, stdout, stderr)
 	// A cancel ends the command: the launcher kills it when meka stops
 	// writing, and still reports how it ended.
 	stop := context.AfterFunc(ctx, func() { conn.CloseWrite() })

@@ -390,3 +390,21 @@ func TestLaunchedShareLoopback(t *testing.T) {
 		})
 	}
 }
+
+// A launched command without a directory runs in meka's, as exec.Cmd's.
+func TestLaunchDirDefaultsToMeka(t *testing.T) {
+	spec := launchedSpecs(t)[0]
+	spec.Dir, spec.Args = "", []string{"pwd"}
+	var out lockedBuffer
+	run := mustLaunch(t, t.Context(), spec, &out, nil)
+	if err := waitBounded(t, run); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.String()); got != wd {
+		t.Errorf("pwd = %q, want %q", got, wd)
+	}
+}

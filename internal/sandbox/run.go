@@ -79,7 +79,7 @@ func Start(cmd *exec.Cmd, stdout, stderr io.Writer) (*Running, error) {
 		r.closePipes(writers)
 		return nil, err
 	}
-	r.copy(writers, stdout, stderr)
+	r.copyOut(writers, stdout, stderr)
 	return r, nil
 }
 
@@ -105,9 +105,9 @@ func (r *Running) closePipes(writers []*os.File) {
 	r.readers = nil
 }
 
-// copy closes the write ends, which the child holds copies of, and
+// copyOut closes the write ends, which the child holds copies of, and
 // copies each pipe to its writer.
-func (r *Running) copy(writers []*os.File, stdout, stderr io.Writer) {
+func (r *Running) copyOut(writers []*os.File, stdout, stderr io.Writer) {
 	for _, w := range writers {
 		w.Close()
 	}

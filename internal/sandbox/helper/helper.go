@@ -1,7 +1,9 @@
 // Package helper is the confining helper a confined command is started
 // through: meka re-executes itself with Marker as its first argument,
 // and this package's init confines the process (mounts, capabilities,
-// Landlock) and executes the command.
+// Landlock) and executes the command; or, as a launcher (Spec.Serve),
+// sets the namespaces and mounts up once and starts every command meka
+// sends it, each confined alone (see serve).
 //
 // It imports only the lowest packages of the standard library (runtime,
 // syscall, unsafe), so by Go's initialisation order (the first package by
