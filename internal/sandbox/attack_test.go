@@ -257,8 +257,11 @@ var attackRows = []attackRow{
 	// the data directory as a background task's once was (writable though
 	// its parent is protected); for a launched one, in MkShellTemp's.
 	{name: "write own temp dir", ownTemp: true, read: "ok", workspace: "ok", unrestricted: "ok"},
-	// Another command confined alike, running: its own PID namespace
-	// hides it from kill(2) though /proc shows it.
+	// Another command confined alike, running: its temp dir is not
+	// writable here, and its own PID namespace hides it from kill(2)
+	// though /proc shows it.
+	{name: "write a sibling's temp dir", args: func(f *fixture) []string { return []string{"write", f.siblingTemp + "/x"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "chmod a sibling's temp dir", args: func(f *fixture) []string { return []string{"chmod", f.siblingTemp} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "signal a sibling command", args: func(f *fixture) []string { return []string{"kill-marked", f.siblingMark} }, read: "denied", workspace: "denied", unrestricted: "ok", sibling: true},
 	{name: "create .git/hooks where missing", args: func(f *fixture) []string { return []string{"mkdir-write", f.ws + "/sub/.git/hooks/pre-commit"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write .git/config in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/config"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
@@ -309,9 +312,11 @@ func (f *fixture) sibling(t *testing.T, spec Spec, launched bool) (stop func()) 
 	t.Helper()
 	f.siblingMark = fmt.Sprintf("meka-sibling-%d-%d", os.Getpid(), time.Now().UnixNano())
 	spec.Args = []string{"sh", "-c", "sleep 1000; :", f.siblingMark}
+	spec.TempDir = canonTemp(t)
 	if launched {
 		spec.TempDir = shellTemp(t)
 	}
+	f.siblingTemp = spec.TempDir
 	ctx, cancel := context.WithCancel(t.Context())
 	var run *Running
 	var err error
@@ -358,9 +363,10 @@ type fixture struct {
 	seq                                 int
 	// siblingMark is the last argument of a command confined as the
 	// column's, which the sibling rows aim at; siblingDone is closed when
-	// it has ended.
+	// it has ended; siblingTemp is its temp dir.
 	siblingMark string
 	siblingDone chan struct{}
+	siblingTemp string
 }
 
 func (f *fixture) token() string { f.seq++; return fmt.Sprintf("token-%d", f.seq) }

@@ -197,9 +197,10 @@ func (p probe) startLauncher(c confinement, root string) (*launcher, error) {
 		return nil, err
 	}
 	defer theirs.Close()
-	var writable []string
+	writable := c.writable
 	if root != "" {
-		writable = append(writable, root)
+		// Last, as the helper binds it: over any writable path it lies in.
+		writable = append(writable[:len(writable):len(writable)], root)
 	}
 	hs := helper.Spec{Writable: c.writable, Protected: c.protected, Sockets: c.sockets,
 		Network: c.network, Serve: true, TempRoot: root}
@@ -223,8 +224,7 @@ func (p probe) startLauncher(c confinement, root string) (*launcher, error) {
 			return nil, err
 		}
 		hs.Landlock = c.backend == BackendBoth
-		hs.TempRoot = ""
-		plan := bwrapPlan{writable: append(writable, c.writable...), protected: c.protected, sockets: c.sockets,
+		plan := bwrapPlan{writable: writable, protected: c.protected, sockets: c.sockets,
 			network: c.network, dropCaps: os.Geteuid() == 0, launcher: true, dir: "/",
 			path: exe, args: append([]string{exe}, hs.Args(nil)...)}
 		cmd = exec.Command(bwrap, bwrapArgs(plan)...)

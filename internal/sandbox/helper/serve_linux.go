@@ -185,6 +185,9 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 	if path == "" || len(args) == 0 {
 		return 0, 0, errorString("no command")
 	}
+	if err := privateTemp(s.TempRoot, temp); err != nil {
+		return 0, 0, err
+	}
 	if err := confineThread(s, temp); err != nil {
 		return 0, 0, err
 	}
@@ -210,6 +213,42 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 		return 0, 0, errorString("the kernel gave no pidfd")
 	}
 	return pid, pidfd, nil
+}
+
+// privateTemp gives this thread a mount namespace of its own in which,
+// of the launcher's temp root, only temp stays writable: the command
+// started from the thread cannot change the temp dirs of the others
+// running beside it, on any backend, their modes and times included.
+// Mounts must precede Landlock, which forbids them.
+func privateTemp(root, temp string) error {
+	if root == "" && temp == "" {
+		return nil
+	}
+	if root == "" || temp == root || !within(temp, root) {
+		return errorString("temp dir " + temp + " is not in the launcher's " + root)
+	}
+	// Per thread: CLONE_NEWNS brings CLONE_FS, which a thread may
+	// unshare alone.
+	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
+		return wrap("unshare the mount namespace", err)
+	}
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return wrap("make mounts private", err)
+	}
+	// The root bound over itself is a mount of this namespace's own,
+	// whichever writable path's mount it lay in.
+	for _, p := range []string{root, temp} {
+		if err := syscall.Mount(p, p, "", syscall.MS_BIND, ""); err != nil {
+			return wrap("bind "+p, err)
+		}
+	}
+	if err := setattr(temp, 0, mountAttrNodev|mountAttrNosuid, mountAttrRdonly); err != nil {
+		return wrap("make "+temp+" writable", err)
+	}
+	if err := setattr(root, 0, mountAttrRdonly, 0); err != nil {
+		return wrap("make "+root+" read-only", err)
+	}
+	return nil
 }
 
 // confineThread gives this thread, and so the command it starts, only
