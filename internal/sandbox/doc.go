@@ -12,12 +12,12 @@
 //   - launchers, which Launch (and so shell_execute and background tasks)
 //     starts confined commands through: one helper per confinement, set
 //     up once (namespaces, mounts, loopback), that starts each command
-//     in a PID namespace and, with Landlock, a Landlock domain of its own
-//     writing its roots and its own temp dir. Commands confined alike
-//     share the launcher's network namespace (a server one starts on
-//     127.0.0.1 is reachable by the next) and its temp root: without
-//     Landlock (bubblewrap alone) a command can write the temp dir of
-//     another command of the same confinement running at the same time;
+//     in a PID namespace, a mount namespace where only its own temp dir
+//     is writable and, with Landlock, a Landlock domain of its own.
+//     Commands confined alike share the launcher's network namespace (a
+//     server one starts on 127.0.0.1 is reachable by the next) and its
+//     /proc: under bubblewrap alone, without Landlock's ptrace scope, one
+//     can read another's /proc files, a command with the same rights;
 //   - the environment scrub that keeps credentials out of children;
 //   - process groups, so that a cancel kills every process a command
 //     started.
