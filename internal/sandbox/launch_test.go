@@ -408,3 +408,38 @@ func TestLaunchDirDefaultsToMeka(t *testing.T) {
 		t.Errorf("pwd = %q, want %q", got, wd)
 	}
 }
+
+// At most maxLaunchers run: an idle one makes way for a new confinement,
+// and with every one busy a command starts as Command builds it.
+func TestLaunchersBounded(t *testing.T) {
+	base := launchedSpecs(t)[0]
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var busy []*Running
+	defer func() {
+		cancel()
+		for _, r := range busy {
+			r.Wait()
+		}
+	}()
+	for i := range maxLaunchers + 1 {
+		spec := base
+		spec.Writable = []string{canonTemp(t)}
+		spec.TempDir = shellTemp(t)
+		spec.Args = []string{"sleep", "100"}
+		run, err := Launch(ctx, spec, "", io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy = append(busy, run)
+		pool.mu.Lock()
+		n := len(pool.m)
+		pool.mu.Unlock()
+		if n > maxLaunchers {
+			t.Fatalf("%d launchers run", n)
+		}
+		if launched := run.proc != nil; launched != (i < maxLaunchers) {
+			t.Errorf("command %d launched = %v with %d launchers busy", i, launched, i)
+		}
+	}
+}
