@@ -90,13 +90,22 @@ func launch(ctx context.Context, spec Spec, dir string, stdout, stderr io.Writer
 
 // key names a confinement's launcher: every field of the confinement it
 // was started with, the command's own (program, environment, temp dir)
-// apart.
+// apart. Each path carries the identity of the file there: the
+// launcher's mounts hold the files they were made on, so a directory or
+// socket replaced since (a workspace cloned again, an agent restarted)
+// needs a new launcher, as it would get a new helper.
 func (c confinement) key(root string) string {
 	var b strings.Builder
 	field := func(tag string, vals ...string) {
 		for _, v := range vals {
 			b.WriteString(tag)
 			b.WriteString(v)
+			if tag != "b" && tag != "n" && v != "" {
+				var st syscall.Stat_t
+				if err := syscall.Lstat(v, &st); err == nil {
+					fmt.Fprintf(&b, "@%d:%d", st.Dev, st.Ino)
+				}
+			}
 			b.WriteByte(0)
 		}
 	}

@@ -443,3 +443,33 @@ func TestLaunchersBounded(t *testing.T) {
 		}
 	}
 }
+
+// A root replaced since its launcher started (removed and made again)
+// gets a new launcher, whose commands write the new one.
+func TestLauncherFollowsReplacedRoot(t *testing.T) {
+	spec := launchedSpecs(t)[0]
+	spec.Args = []string{"true"}
+	first := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
+	if err := waitBounded(t, first); err != nil {
+		t.Fatal(err)
+	}
+	ws := spec.Writable[0]
+	if err := os.RemoveAll(ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec.TempDir = shellTemp(t)
+	spec.Args = []string{"sh", "-c", "echo x > made"}
+	again := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
+	if err := waitBounded(t, again); err != nil {
+		t.Fatal(err)
+	}
+	if again.proc.l == first.proc.l {
+		t.Error("the launcher of the removed root was used again")
+	}
+	if _, err := os.Stat(ws + "/made"); err != nil {
+		t.Errorf("the command's write is not in the new root: %v", err)
+	}
+}
