@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"meka.dev/meka/internal/sandbox/helper"
 )
 
@@ -36,6 +38,7 @@ type launchers struct {
 	mu     sync.Mutex
 	m      map[string]*launcher // by key
 	failed map[string]bool      // keys whose launcher could not start
+	uses   uint64               // launchers handed out, for their used
 }
 
 // launcher is a helper serving commands (helper.Spec.Serve).
@@ -48,6 +51,7 @@ type launcher struct {
 	// guarded by pool.mu.
 	running int
 	idle    *time.Timer
+	used    uint64 // pool.uses when last handed out, guarded by pool.mu
 }
 
 // launch runs spec through a launcher. ok is false when no launcher can
@@ -88,12 +92,12 @@ func launch(ctx context.Context, spec Spec, dir string, stdout, stderr io.Writer
 	return nil, false, nil
 }
 
-// key names a confinement's launcher: every field of the confinement it
-// was started with, the command's own (program, environment, temp dir)
-// apart. Each path carries the identity of the file there: the
-// launcher's mounts hold the files they were made on, so a directory or
-// socket replaced since (a workspace cloned again, an agent restarted)
-// needs a new launcher, as it would get a new helper.
+// key names a confinement's launcher: its backend, network and writable
+// paths; what each command brings (program, environment, temp dir) and
+// what the launcher applies afresh for each (protected paths, sockets to
+// mask) apart. Each path carries the identity of the directory there:
+// the launcher's mounts hold the directories they were made on, so one
+// replaced since (a workspace cloned again) needs a new launcher.
 func (c confinement) key(root string) string {
 	var b strings.Builder
 	field := func(tag string, vals ...string) {
@@ -101,21 +105,32 @@ func (c confinement) key(root string) string {
 			b.WriteString(tag)
 			b.WriteString(v)
 			if tag != "b" && tag != "n" && v != "" {
-				var st syscall.Stat_t
-				if err := syscall.Lstat(v, &st); err == nil {
-					fmt.Fprintf(&b, "@%d:%d", st.Dev, st.Ino)
-				}
+				b.WriteString(identity(v))
 			}
 			b.WriteByte(0)
 		}
 	}
 	field("b", c.backend)
 	field("w", c.writable...)
-	field("r", c.protected...)
-	field("s", c.sockets...)
 	field("t", root)
 	field("n", strconv.FormatBool(c.network))
 	return b.String()
+}
+
+// identity tells the file at path from one made there after it: its
+// inode, which a file system may give again at once, and its birth time
+// where the file system keeps one (a directory's change time would
+// change with every file made in it).
+func identity(path string) string {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil {
+		return ""
+	}
+	id := fmt.Sprintf("@%d:%d:%d", st.Dev_major, st.Dev_minor, st.Ino)
+	if st.Mask&unix.STATX_BTIME != 0 {
+		id += fmt.Sprintf(":%d.%d", st.Btime.Sec, st.Btime.Nsec)
+	}
+	return id
 }
 
 // get returns the launcher for c, started if need be, counted as running
@@ -124,8 +139,10 @@ func (ls *launchers) get(c confinement, root string, p probe) *launcher {
 	key := c.key(root)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	ls.uses++
 	if l := ls.m[key]; l != nil {
 		l.running++
+		l.used = ls.uses
 		l.idle.Stop()
 		return l
 	}
@@ -141,7 +158,7 @@ func (ls *launchers) get(c confinement, root string, p probe) *launcher {
 		return nil
 	}
 	l.key = key
-	l.running = 1
+	l.running, l.used = 1, ls.uses
 	l.idle = time.AfterFunc(launcherIdle, func() { ls.closeIdle(l) })
 	l.idle.Stop()
 	ls.m[key] = l
@@ -152,17 +169,22 @@ func (ls *launchers) get(c confinement, root string, p probe) *launcher {
 	return l
 }
 
-// evictIdle ends one launcher running nothing; ls.mu is held.
+// evictIdle ends the launcher running nothing that was used longest ago;
+// ls.mu is held.
 func (ls *launchers) evictIdle() bool {
-	for key, l := range ls.m {
-		if l.running == 0 {
-			delete(ls.m, key)
-			l.idle.Stop()
-			l.ctrl.Close()
-			return true
+	var oldest *launcher
+	for _, l := range ls.m {
+		if l.running == 0 && (oldest == nil || l.used < oldest.used) {
+			oldest = l
 		}
 	}
-	return false
+	if oldest == nil {
+		return false
+	}
+	delete(ls.m, oldest.key)
+	oldest.idle.Stop()
+	oldest.ctrl.Close()
+	return true
 }
 
 // release counts one command of l's as waited for.
@@ -331,6 +353,8 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 	if c.temp != "" {
 		field('t', c.temp)
 	}
+	field('r', c.protected...)
+	field('s', c.sockets...)
 	field('a', spec.Args...)
 	field('e', env...)
 	if err := writeMsg(conn, 'q', req.Bytes()); err != nil {

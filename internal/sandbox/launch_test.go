@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -444,6 +445,40 @@ func TestLaunchersBounded(t *testing.T) {
 	}
 }
 
+// The idle launcher used longest ago is the one that makes way.
+func TestLaunchersEvictLeastRecent(t *testing.T) {
+	base := launchedSpecs(t)[0]
+	base.Args = []string{"true"}
+	var ls []*launcher
+	for range maxLaunchers {
+		spec := base
+		spec.Writable = []string{canonTemp(t)}
+		spec.TempDir = shellTemp(t)
+		run := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
+		if err := waitBounded(t, run); err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, run.proc.l)
+	}
+	spec := base
+	spec.Writable = []string{canonTemp(t)}
+	spec.TempDir = shellTemp(t)
+	run := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
+	if err := waitBounded(t, run); err != nil {
+		t.Fatal(err)
+	}
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	if pool.m[ls[0].key] == ls[0] {
+		t.Error("the launcher used longest ago still runs")
+	}
+	for _, l := range ls[1:] {
+		if pool.m[l.key] != l {
+			t.Error("a launcher used since was ended")
+		}
+	}
+}
+
 // A root replaced since its launcher started (removed and made again)
 // gets a new launcher, whose commands write the new one.
 func TestLauncherFollowsReplacedRoot(t *testing.T) {
@@ -471,5 +506,77 @@ func TestLauncherFollowsReplacedRoot(t *testing.T) {
 	}
 	if _, err := os.Stat(ws + "/made"); err != nil {
 		t.Errorf("the command's write is not in the new root: %v", err)
+	}
+}
+
+// An outside socket made again at the same path (an agent restarted) is
+// masked as the first was.
+func TestLauncherMasksRemadeSocket(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := canonTemp(t) + "/agent.sock"
+	listen := func() net.Listener {
+		t.Helper()
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return l
+	}
+	spec := launchedSpecs(t)[0]
+	spec.Env = append(spec.Env, "GORACE=atexit_sleep_ms=0")
+	spec.Args = []string{exe, attackMarker, "unix", sock}
+	for i := range 2 {
+		l := listen()
+		spec.TempDir = shellTemp(t)
+		var out lockedBuffer
+		run := mustLaunch(t, t.Context(), spec, &out, nil)
+		if err := waitBounded(t, run); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out.String(), "denied") {
+			t.Errorf("socket %d: the command reached it: %q", i, out.String())
+		}
+		l.Close() // removes the file
+	}
+}
+
+// A .git made again since its launcher started (cloned afresh) has its
+// hooks and config kept read-only as the first had.
+func TestLauncherProtectsRemadeGit(t *testing.T) {
+	spec := launchedSpecs(t)[0]
+	ws := spec.Writable[0]
+	spec.Args = []string{"sh", "-c", `echo x > .git/hooks/pre-commit; echo x > .git/config; echo x > file`}
+	for i := range 2 {
+		if err := os.RemoveAll(ws + "/.git"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(ws+"/.git", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, ws+"/.git/config", "[core]\n")
+		spec.TempDir = shellTemp(t)
+		run := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
+		waitBounded(t, run) // the hook's refusal fails the command; judged by the files
+		if _, err := os.Stat(ws + "/file"); err != nil {
+			t.Fatalf("round %d: the command did not run: %v", i, err)
+		}
+		if _, err := os.Stat(ws + "/.git/hooks/pre-commit"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("round %d: a hook was written: %v", i, err)
+		}
+		if b, _ := os.ReadFile(ws + "/.git/config"); string(b) != "[core]\n" {
+			t.Errorf("round %d: .git/config = %q", i, b)
+		}
 	}
 }

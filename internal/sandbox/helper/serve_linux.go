@@ -17,7 +17,8 @@ const ServeFD = 3
 const (
 	// msgRequest, from meka: the command, as NUL-ended fields of a
 	// letter, '=', and a value: p (program), d (directory), t (its temp
-	// dir, writable), a (each argument), e (each environment entry).
+	// dir, writable), a (each argument), e (each environment entry), r
+	// (each path kept read-only), s (each outside socket to mask).
 	msgRequest = 'q'
 	// msgStarted, from the helper: the command runs.
 	msgStarted = 's'
@@ -156,7 +157,7 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 		return 0, 0, wrap("read request", err)
 	}
 	var path, dir, temp string
-	var args, env []string
+	var args, env, protected, sockets []string
 	for len(body) > 0 {
 		i := 0
 		for i < len(body) && body[i] != 0 {
@@ -177,6 +178,10 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 			args = append(args, val)
 		case 'e':
 			env = append(env, val)
+		case 'r':
+			protected = append(protected, val)
+		case 's':
+			sockets = append(sockets, val)
 		default:
 			return 0, 0, errorString("malformed request")
 		}
@@ -185,7 +190,7 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 	if path == "" || len(args) == 0 {
 		return 0, 0, errorString("no command")
 	}
-	if err := privateTemp(s.TempRoot, temp); err != nil {
+	if err := threadMounts(s, temp, protected, sockets); err != nil {
 		return 0, 0, err
 	}
 	if err := confineThread(s, temp); err != nil {
@@ -215,16 +220,20 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 	return pid, pidfd, nil
 }
 
-// privateTemp gives this thread a mount namespace of its own in which,
-// of the launcher's temp root, only temp stays writable: the command
-// started from the thread cannot change the temp dirs of the others
-// running beside it, on any backend, their modes and times included.
-// Mounts must precede Landlock, which forbids them.
-func privateTemp(root, temp string) error {
-	if root == "" && temp == "" {
+// threadMounts gives this thread, and so the command it starts, a mount
+// namespace of its own, made from the launcher's: of the temp root only
+// temp stays writable, so the command cannot change the temp dirs of the
+// others running beside it (their modes and times included, and on any
+// backend); and protected and sockets, listed for this command, are bound
+// read-only and masked afresh, over whatever has replaced what the
+// launcher's own mounts hold since it started (a .git made again, an
+// agent's socket). Mounts must precede Landlock, which forbids them.
+func threadMounts(s Spec, temp string, protected, sockets []string) error {
+	root := s.TempRoot
+	if temp == "" && len(protected) == 0 && len(sockets) == 0 {
 		return nil
 	}
-	if root == "" || temp == root || !within(temp, root) {
+	if temp != "" && (root == "" || temp == root || !within(temp, root)) {
 		return errorString("temp dir " + temp + " is not in the launcher's " + root)
 	}
 	// Per thread: CLONE_NEWNS brings CLONE_FS, which a thread may
@@ -235,18 +244,49 @@ func privateTemp(root, temp string) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return wrap("make mounts private", err)
 	}
-	// The root bound over itself is a mount of this namespace's own,
-	// whichever writable path's mount it lay in.
-	for _, p := range []string{root, temp} {
-		if err := syscall.Mount(p, p, "", syscall.MS_BIND, ""); err != nil {
-			return wrap("bind "+p, err)
+	if temp != "" {
+		// The root bound over itself is a mount of this namespace's
+		// own, whichever writable path's mount it lay in.
+		for _, p := range []string{root, temp} {
+			if err := syscall.Mount(p, p, "", syscall.MS_BIND, ""); err != nil {
+				return wrap("bind "+p, err)
+			}
+		}
+		if err := setattr(temp, 0, mountAttrNodev|mountAttrNosuid, mountAttrRdonly); err != nil {
+			return wrap("make "+temp+" writable", err)
+		}
+		if err := setattr(root, 0, mountAttrRdonly, 0); err != nil {
+			return wrap("make "+root+" read-only", err)
 		}
 	}
-	if err := setattr(temp, 0, mountAttrNodev|mountAttrNosuid, mountAttrRdonly); err != nil {
-		return wrap("make "+temp+" writable", err)
+	for _, p := range protected {
+		err := syscall.Mount(p, p, "", syscall.MS_BIND, "")
+		if err == syscall.ENOENT {
+			continue // gone since meka listed it: nothing to write
+		}
+		if err == nil {
+			err = setattr(p, 0, mountAttrRdonly, 0)
+		}
+		if err != nil {
+			return wrap("make "+p+" read-only", err)
+		}
 	}
-	if err := setattr(root, 0, mountAttrRdonly, 0); err != nil {
-		return wrap("make "+root+" read-only", err)
+	writable := s.Writable
+	if temp != "" {
+		writable = append(writable[:len(writable):len(writable)], temp)
+	}
+	for _, w := range writableUnder(writable, protected) {
+		if err := syscall.Mount(w, w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return wrap("bind "+w, err)
+		}
+		if err := setattr(w, 0, mountAttrNodev|mountAttrNosuid, mountAttrRdonly); err != nil {
+			return wrap("make "+w+" writable", err)
+		}
+	}
+	for _, k := range sockets {
+		if err := syscall.Mount("/dev/null", k, "", syscall.MS_BIND, ""); err != nil && err != syscall.ENOENT {
+			return wrap("mask socket "+k, err)
+		}
 	}
 	return nil
 }
