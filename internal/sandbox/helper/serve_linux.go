@@ -37,9 +37,9 @@ const maxRequest = 16 << 20
 // serve is the helper as a launcher: confined once (mounts, loopback) and
 // then starting each command meka sends, each in a PID namespace of its
 // own (so it signals and sees as running nothing but its own tree, and
-// its death ends everything it started) and, with Landlock, in a
-// Landlock domain of its own that lets it write its roots and its own
-// temp dir. It returns when meka closes its end, which also ends every
+// its death ends everything it started), in a mount namespace of its own
+// (see threadMounts) and, with Landlock, in a Landlock domain of its own
+// that lets it write its roots and its own temp dir. It returns when meka closes its end, which also ends every
 // command still running: the helper is process 1 of its PID namespace.
 //
 // The helper keeps CAP_SYS_ADMIN in its namespaces (a PID namespace per
@@ -96,9 +96,9 @@ func rights(oob []byte) []int {
 }
 
 // runOne starts one command on a thread of its own and reports its end.
-// The thread is confined for the command (capabilities, no_new_privs,
-// Landlock), so it is never given back: the goroutine ends locked to it,
-// and the runtime ends the thread with it.
+// The thread is confined for the command (mount namespace, capabilities,
+// no_new_privs, Landlock), so it is never given back: the goroutine ends
+// locked to it, and the runtime ends the thread with it.
 func runOne(s Spec, conn int, stdio [3]int) {
 	runtime.LockOSThread()
 	defer syscall.Close(conn)
