@@ -305,47 +305,62 @@ func (p probe) command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build command: %w", err)
 	}
-	env, path, writable := c.env, c.path, c.all()
+	return p.build(ctx, spec, c), nil
+}
+
+// build returns the command that runs spec confined as c says.
+func (p probe) build(ctx context.Context, spec Spec, c confinement) *exec.Cmd {
 	var cmd *exec.Cmd
 	ns := nsNone
-	switch c.backend {
-	case "":
-		cmd = exec.CommandContext(ctx, path)
+	if c.backend == "" {
+		cmd = exec.CommandContext(ctx, c.path)
 		cmd.Args = spec.Args
-	case BackendLandlock:
-		exe, _ := p.executable()
-		hs := helper.Spec{Path: path, Writable: writable, Mount: true, Landlock: true,
-			Protected: c.protected, Sockets: c.sockets, Network: c.network}
-		if uid := os.Geteuid(); uid != 0 {
-			hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
-		}
-		cmd = exec.CommandContext(ctx, exe, hs.Args(spec.Args)...)
-		ns = nsAll
-		if c.network {
-			ns = nsNoNet
-		}
-	case BackendBwrap, BackendBoth:
-		bwrap, _ := p.bwrap()
-		plan := bwrapPlan{writable: writable, protected: c.protected, sockets: c.sockets, network: c.network,
-			dropCaps: os.Geteuid() == 0, dir: spec.Dir, path: path, args: spec.Args}
-		if c.backend == BackendBoth {
-			exe, _ := p.executable()
-			hs := helper.Spec{Path: path, Writable: writable, Network: c.network, Landlock: true}
-			plan.path = exe
-			plan.args = append([]string{exe}, hs.Args(spec.Args)...)
-		}
-		cmd = exec.CommandContext(ctx, bwrap, bwrapArgs(plan)...)
-	default:
-		return nil, fmt.Errorf("build command: unknown backend %q", c.backend)
+	} else {
+		hs := helper.Spec{Path: c.path, Writable: c.all()}
+		cmd, ns = p.wrap(ctx, c, hs, c.all(), spec.Dir, spec.Args)
 	}
 	cmd.Dir = spec.Dir
-	cmd.Env = env
+	cmd.Env = c.env
 	delay := spec.WaitDelay
 	if delay <= 0 {
 		delay = DefaultWaitDelay
 	}
 	setGroup(cmd, delay, ns)
-	return cmd, nil
+	return cmd
+}
+
+// wrap returns the command that runs the helper hs (with args, the
+// command's, for a one-shot helper) under c's backend, and the namespaces
+// it must start in: Landlock's helper makes its own mounts in namespaces
+// meka creates; bubblewrap binds writable and runs the program itself,
+// or the helper for Landlock (both) or to serve as a launcher. wrap fills
+// in what c decides (network, protected paths, sockets, ids).
+func (p probe) wrap(ctx context.Context, c confinement, hs helper.Spec, writable []string, dir string, args []string) (*exec.Cmd, nsKind) {
+	exe, _ := p.executable() // guarantees checked it is there
+	hs.Network = c.network
+	switch c.backend {
+	case BackendLandlock:
+		hs.Mount, hs.Landlock = true, true
+		hs.Protected, hs.Sockets = c.protected, c.sockets
+		if uid := os.Geteuid(); uid != 0 {
+			hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
+		}
+		ns := nsAll
+		if c.network {
+			ns = nsNoNet
+		}
+		return exec.CommandContext(ctx, exe, hs.Args(args)...), ns
+	default: // BackendBwrap, BackendBoth: confine checked it is one
+		bwrap, _ := p.bwrap()
+		plan := bwrapPlan{writable: writable, protected: c.protected, sockets: c.sockets, network: c.network,
+			dropCaps: os.Geteuid() == 0, launcher: hs.Serve, dir: dir, path: hs.Path, args: args}
+		if c.backend == BackendBoth || hs.Serve {
+			hs.Landlock = c.backend == BackendBoth
+			plan.path = exe
+			plan.args = append([]string{exe}, hs.Args(args)...)
+		}
+		return exec.CommandContext(ctx, bwrap, bwrapArgs(plan)...), nsNone
+	}
 }
 
 // existing returns the canonical form of each path of ps that exists.

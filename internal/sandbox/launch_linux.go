@@ -54,17 +54,13 @@ type launcher struct {
 	used    uint64 // pool.uses when last handed out, guarded by pool.mu
 }
 
-// launch runs spec through a launcher. ok is false when no launcher can
-// take it (unconfined, a temp dir MkShellTemp did not make, a launcher
-// that cannot start here): the caller then runs it as Command builds it.
-func launch(ctx context.Context, spec Spec, dir string, stdout, stderr io.Writer) (r *Running, ok bool, err error) {
-	if spec.Mode == Unrestricted {
+// launch runs spec, confined as c says, through a launcher. ok is false
+// when no launcher can take it (unconfined, a temp dir MkShellTemp did
+// not make, a launcher that cannot start here): the caller then runs it
+// as Command builds it.
+func (p probe) launch(ctx context.Context, c confinement, spec Spec, dir string, stdout, stderr io.Writer) (r *Running, ok bool, err error) {
+	if c.backend == "" {
 		return nil, false, nil
-	}
-	p := hostProbe()
-	c, err := p.confine(spec)
-	if err != nil {
-		return nil, true, fmt.Errorf("build command: %w", err)
 	}
 	root := ""
 	if c.temp != "" {
@@ -219,10 +215,6 @@ func (ls *launchers) drop(l *launcher) {
 // startLauncher starts a helper that confines itself as c says, with
 // root (its commands' temp dirs) writable, and waits until it serves.
 func (p probe) startLauncher(c confinement, root string) (*launcher, error) {
-	exe, err := p.executable()
-	if err != nil {
-		return nil, err
-	}
 	ctrl, theirs, err := socketPair(syscall.SOCK_SEQPACKET)
 	if err != nil {
 		return nil, err
@@ -233,37 +225,9 @@ func (p probe) startLauncher(c confinement, root string) (*launcher, error) {
 		// Last, as the helper binds it: over any writable path it lies in.
 		writable = append(writable[:len(writable):len(writable)], root)
 	}
-	hs := helper.Spec{Writable: c.writable, Protected: c.protected, Sockets: c.sockets,
-		Network: c.network, Serve: true, TempRoot: root}
-	var cmd *exec.Cmd
-	switch c.backend {
-	case BackendLandlock:
-		hs.Mount, hs.Landlock = true, true
-		if uid := os.Geteuid(); uid != 0 {
-			hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
-		}
-		cmd = exec.Command(exe, hs.Args(nil)...)
-		ns := nsAll
-		if c.network {
-			ns = nsNoNet
-		}
-		cmd.SysProcAttr = sysProcAttr(ns)
-	case BackendBwrap, BackendBoth:
-		bwrap, err := p.bwrap()
-		if err != nil {
-			ctrl.Close()
-			return nil, err
-		}
-		hs.Landlock = c.backend == BackendBoth
-		plan := bwrapPlan{writable: writable, protected: c.protected, sockets: c.sockets,
-			network: c.network, dropCaps: os.Geteuid() == 0, launcher: true, dir: "/",
-			path: exe, args: append([]string{exe}, hs.Args(nil)...)}
-		cmd = exec.Command(bwrap, bwrapArgs(plan)...)
-		cmd.SysProcAttr = sysProcAttr(nsNone)
-	default:
-		ctrl.Close()
-		return nil, fmt.Errorf("unknown backend %q", c.backend)
-	}
+	hs := helper.Spec{Writable: c.writable, Serve: true, TempRoot: root}
+	cmd, ns := p.wrap(context.Background(), c, hs, writable, "/", nil)
+	cmd.SysProcAttr = sysProcAttr(ns)
 	var stderr bytes.Buffer
 	cmd.Dir, cmd.Env, cmd.Stderr = "/", []string{}, &limitedWriter{w: &stderr, n: 4096}
 	cmd.ExtraFiles = []*os.File{theirs}

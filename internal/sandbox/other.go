@@ -85,6 +85,6 @@ type launched struct{}
 
 func (*launched) wait() (Status, error) { return Status{}, errLauncherGone }
 
-func launch(context.Context, Spec, string, io.Writer, io.Writer) (*Running, bool, error) {
+func (probe) launch(context.Context, confinement, Spec, string, io.Writer, io.Writer) (*Running, bool, error) {
 	return nil, false, nil
 }

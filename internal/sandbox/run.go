@@ -46,14 +46,15 @@ type Status struct {
 // take, is started as Command builds it, with the same guarantees.
 // Canceling ctx kills the command and everything it started.
 func Launch(ctx context.Context, spec Spec, dir string, stdout, stderr io.Writer) (*Running, error) {
-	if r, ok, err := launch(ctx, spec, dir, stdout, stderr); ok {
+	p := hostProbe()
+	c, err := p.confine(spec)
+	if err != nil {
+		return nil, fmt.Errorf("build command: %w", err)
+	}
+	if r, ok, err := p.launch(ctx, c, spec, dir, stdout, stderr); ok {
 		return r, err
 	}
-	cmd, err := Command(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	return StartTracked(dir, cmd, stdout, stderr)
+	return StartTracked(dir, p.build(ctx, spec, c), stdout, stderr)
 }
 
 // Start starts cmd with its stdout copied to stdout and its stderr to
