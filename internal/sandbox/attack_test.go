@@ -66,15 +66,21 @@ func attack(op string, args []string) error {
 		return unix.Kill(pid, unix.SIGCONT)
 	case "kill-marked":
 		// Every process whose command line holds the mark, by the pid
-		// /proc shows; none found is no signal sent.
+		// /proc shows; none found is no signal sent. /proc may be another
+		// PID namespace's (a launcher's): itself is skipped by the name
+		// /proc/self has there, and a pid that names one of its own
+		// threads here, which would signal itself (ignored, as its
+		// namespace's process 1) rather than the target.
 		entries, err := os.ReadDir("/proc")
 		if err != nil {
 			return err
 		}
+		self, _ := os.Readlink("/proc/self")
+		own := ownThreads()
 		sent := 0
 		for _, e := range entries {
 			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() {
+			if err != nil || e.Name() == self || own[pid] {
 				continue
 			}
 			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
@@ -190,6 +196,28 @@ func attack(op string, args []string) error {
 		return os.WriteFile(link, []byte("pwned"), 0o644)
 	}
 	return fmt.Errorf("unknown attack %q", op)
+}
+
+// ownThreads returns the ids of this process's threads in its own PID
+// namespace: the last field of each thread's NSpid, whichever namespace
+// /proc belongs to.
+func ownThreads() map[int]bool {
+	own := map[int]bool{}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" {
+				if id, err := strconv.Atoi(f[len(f)-1]); err == nil {
+					own[id] = true
+				}
+			}
+		}
+	}
+	return own
 }
 
 // plantedSecrets are secret-like variables of the kind found in a

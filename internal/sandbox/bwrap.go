@@ -1,5 +1,7 @@
 package sandbox
 
+import "meka.dev/meka/internal/sandbox/helper"
+
 // bwrapArgs confines with bubblewrap: new PID (with its own /proc) and,
 // unless the network is open, network namespaces; the whole tree bound
 // read-only with a private /dev; the writable paths bound read-write over
@@ -40,7 +42,7 @@ func bwrapArgs(p bwrapPlan) []string {
 	for _, r := range p.protected {
 		out = append(out, "--ro-bind", r, r)
 	}
-	for _, w := range writableUnder(p.writable, p.protected) {
+	for _, w := range helper.WritableUnder(p.writable, p.protected) {
 		out = append(out, "--bind", w, w)
 	}
 	for _, s := range p.sockets {

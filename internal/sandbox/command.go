@@ -405,21 +405,6 @@ func protectedPaths(writable, extra []string) []string {
 	return out
 }
 
-// writableUnder returns the writable paths inside a protected one (a
-// task's temp dir in meka's data directory), bound again over it.
-func writableUnder(writable, protected []string) []string {
-	var out []string
-	for _, w := range writable {
-		for _, p := range protected {
-			if w != p && Within(w, p) {
-				out = append(out, w)
-				break
-			}
-		}
-	}
-	return out
-}
-
 // GitProtected returns the paths of root's repository that make git run
 // code, .git/hooks and .git/config: neither a confined command nor a file
 // tool may write them even though root is writable.

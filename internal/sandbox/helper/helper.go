@@ -145,6 +145,30 @@ func parse(a []string) (Spec, []string, error) {
 	return s, nil, errorString("no command")
 }
 
+// WritableUnder returns the writable paths inside a protected one (a
+// temp dir in meka's data directory), bound writable again over it. The
+// paths are canonical.
+func WritableUnder(writable, protected []string) []string {
+	var out []string
+	for _, w := range writable {
+		for _, p := range protected {
+			if w != p && within(w, p) {
+				out = append(out, w)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// within reports whether the canonical path p lies in dir or is dir.
+func within(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
+}
+
 type errorString string
 
 func (e errorString) Error() string { return string(e) }

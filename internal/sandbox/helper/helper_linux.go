@@ -236,7 +236,7 @@ func mountConfined(s Spec) error {
 			return wrap("bind "+p, err)
 		}
 	}
-	under := writableUnder(writable, s.Protected)
+	under := WritableUnder(writable, s.Protected)
 	for _, w := range under {
 		if err := syscall.Mount(w, w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return wrap("bind "+w, err)
@@ -272,29 +272,6 @@ func mountConfined(s Spec) error {
 		}
 	}
 	return nil
-}
-
-// writableUnder returns the writable paths inside a protected one (a
-// task's temp dir in meka's data directory), bound again over it.
-func writableUnder(writable, protected []string) []string {
-	var out []string
-	for _, w := range writable {
-		for _, p := range protected {
-			if w != p && within(w, p) {
-				out = append(out, w)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// within reports whether the canonical path p lies in dir or is dir.
-func within(p, dir string) bool {
-	if dir == "/" {
-		return true
-	}
-	return p == dir || len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
 }
 
 // loopbackUp brings lo up in the new network namespace, so a command can

@@ -275,7 +275,7 @@ func threadMounts(s Spec, temp string, protected, sockets []string) error {
 	if temp != "" {
 		writable = append(writable[:len(writable):len(writable)], temp)
 	}
-	for _, w := range writableUnder(writable, protected) {
+	for _, w := range WritableUnder(writable, protected) {
 		if err := syscall.Mount(w, w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return wrap("bind "+w, err)
 		}
