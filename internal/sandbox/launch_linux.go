@@ -26,10 +26,13 @@ import (
 // level and set of roots it uses; past that, commands start as Command
 // builds them), and one that has started nothing for launcherIdle ends.
 const (
-	maxLaunchers    = 8
-	launcherIdle    = 5 * time.Minute
-	launcherStartup = 10 * time.Second
+	maxLaunchers = 8
+	launcherIdle = 5 * time.Minute
 )
+
+// launcherStartup bounds the wait for a launcher to say it serves (a
+// variable for the test of one that never does).
+var launcherStartup = 10 * time.Second
 
 // pool holds the running launchers, one per confinement.
 var pool = &launchers{m: map[string]*launcher{}, failed: map[string]bool{}}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -578,5 +579,41 @@ func TestLauncherProtectsRemadeGit(t *testing.T) {
 		if b, _ := os.ReadFile(ws + "/.git/config"); string(b) != "[core]\n" {
 			t.Errorf("round %d: .git/config = %q", i, b)
 		}
+	}
+}
+
+// A launcher that cannot start (it says why, dies, or never says it
+// serves) is refused with its reason, and its commands start as Command
+// builds them.
+func TestLauncherThatCannotStart(t *testing.T) {
+	defer func(d time.Duration) { launcherStartup = d }(launcherStartup)
+	launcherStartup = 300 * time.Millisecond
+	dir := canonTemp(t)
+	for _, tc := range []struct{ name, script, why string }{
+		{"says why", "printf 'ecannot mount /x' >&3; exit 126", "cannot mount /x"},
+		{"dies", "echo broken >&2; exit 1", "broken"},
+		{"hangs", "exec sleep 100", "timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			mustWrite(t, script, "#!/bin/sh\n"+tc.script+"\n")
+			if err := os.Chmod(script, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p := hostProbe()
+			p.executable = func() (string, error) { return script, nil }
+			spec := launchedSpecs(t)[0]
+			spec.Args = []string{"true"}
+			c, err := p.confine(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.startLauncher(c, shellTempRoot()); err == nil || !strings.Contains(err.Error(), tc.why) {
+				t.Errorf("startLauncher = %v, want an error saying %q", err, tc.why)
+			}
+			if _, ok, err := p.launch(t.Context(), c, spec, "", io.Discard, io.Discard); ok {
+				t.Errorf("launch took the command (%v) with no launcher to run it", err)
+			}
+		})
 	}
 }
