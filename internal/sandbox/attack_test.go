@@ -444,15 +444,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	ls = append(ls, tl)
 	for _, l := range ls {
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		go acceptAll(l)
 	}
 	t.Cleanup(func() {
 		for _, l := range ls {
@@ -461,6 +453,17 @@ func newFixture(t *testing.T) *fixture {
 		f.udpConn.Close()
 	})
 	return f
+}
+
+// acceptAll takes every connection to l and closes it, until l closes.
+func acceptAll(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
 }
 
 // received reports whether the UDP listener got token: loopback delivers

@@ -54,6 +54,17 @@ func mustLaunch(t *testing.T, ctx context.Context, spec Spec, stdout, stderr io.
 	return run
 }
 
+// runLaunched launches spec as mustLaunch does and waits for it, failing
+// the test unless it exits with 0.
+func runLaunched(t *testing.T, spec Spec, stdout, stderr io.Writer) *Running {
+	t.Helper()
+	run := mustLaunch(t, t.Context(), spec, stdout, stderr)
+	if err := waitBounded(t, run); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
 // waitBounded fails the test if run's Wait takes ten seconds.
 func waitBounded(t *testing.T, run *Running) error {
 	t.Helper()
@@ -99,10 +110,7 @@ func TestLaunchLeftoversKilled(t *testing.T) {
 			// A bound the test would notice: the sleeps hold the pipe.
 			spec.WaitDelay = 10 * time.Minute
 			var out lockedBuffer
-			run := mustLaunch(t, t.Context(), spec, &out, nil)
-			if err := waitBounded(t, run); err != nil {
-				t.Fatal(err)
-			}
+			runLaunched(t, spec, &out, nil)
 			if out.String() != "started\n" {
 				t.Errorf("output = %q", out.String())
 			}
@@ -143,10 +151,7 @@ func TestLaunchersShared(t *testing.T) {
 	spec.Args = []string{"true"}
 	run := func(spec Spec) *launcher {
 		t.Helper()
-		r := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
-		if err := waitBounded(t, r); err != nil {
-			t.Fatal(err)
-		}
+		r := runLaunched(t, spec, io.Discard, io.Discard)
 		return r.proc.l
 	}
 	first := run(spec)
@@ -193,10 +198,7 @@ func TestLauncherDeath(t *testing.T) {
 		t.Error("Status known for a command whose launcher died")
 	}
 	spec.Args = []string{"true"}
-	next := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
-	if err := waitBounded(t, next); err != nil {
-		t.Fatal(err)
-	}
+	next := runLaunched(t, spec, io.Discard, io.Discard)
 	if next.proc.l == l {
 		t.Error("the dead launcher was used again")
 	}
@@ -317,10 +319,7 @@ func marked(mark string, not int) []int {
 func TestLauncherRefusesMalformed(t *testing.T) {
 	spec := launchedSpecs(t)[0]
 	spec.Args = []string{"true"}
-	first := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
-	if err := waitBounded(t, first); err != nil {
-		t.Fatal(err)
-	}
+	first := runLaunched(t, spec, io.Discard, io.Discard)
 	l := first.proc.l
 	for _, body := range []string{"x", "p=/bin/true\x00", "a=true\x00", "p=/bin/true\x00a=true"} {
 		conn, theirs, err := socketPair(syscall.SOCK_STREAM)
@@ -346,10 +345,7 @@ func TestLauncherRefusesMalformed(t *testing.T) {
 			t.Errorf("request %q answered %q %q, %v; want a refusal", body, kind, why, err)
 		}
 	}
-	again := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
-	if err := waitBounded(t, again); err != nil {
-		t.Fatal(err)
-	}
+	again := runLaunched(t, spec, io.Discard, io.Discard)
 	if again.proc.l != l {
 		t.Error("the launcher did not serve on")
 	}
@@ -398,10 +394,7 @@ func TestLaunchDirDefaultsToMeka(t *testing.T) {
 	spec := launchedSpecs(t)[0]
 	spec.Dir, spec.Args = "", []string{"pwd"}
 	var out lockedBuffer
-	run := mustLaunch(t, t.Context(), spec, &out, nil)
-	if err := waitBounded(t, run); err != nil {
-		t.Fatal(err)
-	}
+	runLaunched(t, spec, &out, nil)
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -455,19 +448,13 @@ func TestLaunchersEvictLeastRecent(t *testing.T) {
 		spec := base
 		spec.Writable = []string{canonTemp(t)}
 		spec.TempDir = shellTemp(t)
-		run := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
-		if err := waitBounded(t, run); err != nil {
-			t.Fatal(err)
-		}
+		run := runLaunched(t, spec, io.Discard, io.Discard)
 		ls = append(ls, run.proc.l)
 	}
 	spec := base
 	spec.Writable = []string{canonTemp(t)}
 	spec.TempDir = shellTemp(t)
-	run := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
-	if err := waitBounded(t, run); err != nil {
-		t.Fatal(err)
-	}
+	runLaunched(t, spec, io.Discard, io.Discard)
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
 	if pool.m[ls[0].key] == ls[0] {
@@ -485,10 +472,7 @@ func TestLaunchersEvictLeastRecent(t *testing.T) {
 func TestLauncherFollowsReplacedRoot(t *testing.T) {
 	spec := launchedSpecs(t)[0]
 	spec.Args = []string{"true"}
-	first := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
-	if err := waitBounded(t, first); err != nil {
-		t.Fatal(err)
-	}
+	first := runLaunched(t, spec, io.Discard, io.Discard)
 	ws := spec.Writable[0]
 	if err := os.RemoveAll(ws); err != nil {
 		t.Fatal(err)
@@ -498,10 +482,7 @@ func TestLauncherFollowsReplacedRoot(t *testing.T) {
 	}
 	spec.TempDir = shellTemp(t)
 	spec.Args = []string{"sh", "-c", "echo x > made"}
-	again := mustLaunch(t, t.Context(), spec, io.Discard, io.Discard)
-	if err := waitBounded(t, again); err != nil {
-		t.Fatal(err)
-	}
+	again := runLaunched(t, spec, io.Discard, io.Discard)
 	if again.proc.l == first.proc.l {
 		t.Error("the launcher of the removed root was used again")
 	}
@@ -524,15 +505,7 @@ func TestLauncherMasksRemadeSocket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		go acceptAll(l)
 		return l
 	}
 	spec := launchedSpecs(t)[0]
@@ -542,10 +515,7 @@ func TestLauncherMasksRemadeSocket(t *testing.T) {
 		l := listen()
 		spec.TempDir = shellTemp(t)
 		var out lockedBuffer
-		run := mustLaunch(t, t.Context(), spec, &out, nil)
-		if err := waitBounded(t, run); err != nil {
-			t.Fatal(err)
-		}
+		runLaunched(t, spec, &out, nil)
 		if !strings.HasPrefix(out.String(), "denied") {
 			t.Errorf("socket %d: the command reached it: %q", i, out.String())
 		}
