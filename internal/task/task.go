@@ -178,7 +178,9 @@ func NewRegistry(opts Options) *Registry {
 		_, _ = sandbox.KillRecorded(filepath.Join(opts.Dir, "running"))
 		// Tasks do not outlive the process that started them: the private
 		// temp dirs a crashed holder left are nobody's now (the session's
-		// lock makes this registry the only one on Dir).
+		// lock makes this registry the only one on Dir). Tasks keep them
+		// with shell_execute's now (sandbox.MkShellTemp, which
+		// sandbox.CleanStale clears); these are an older meka's.
 		if stale, err := filepath.Glob(filepath.Join(opts.Dir, "*.tmp")); err == nil {
 			for _, d := range stale {
 				os.RemoveAll(d)
