@@ -205,7 +205,9 @@ func (ls *launchers) closeIdle(l *launcher) {
 	}
 }
 
-// drop forgets l, which has died or failed: its commands died with it.
+// drop forgets l, which has died or failed, and ends it: its commands,
+// whose PID namespaces lie inside its own, die with it (under bubblewrap,
+// the launcher dies with bubblewrap).
 func (ls *launchers) drop(l *launcher) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -213,6 +215,7 @@ func (ls *launchers) drop(l *launcher) {
 		delete(ls.m, l.key)
 	}
 	l.ctrl.Close()
+	l.cmd.Process.Kill() // by pidfd: never another process; gone is no harm
 }
 
 // startLauncher starts a helper that confines itself as c says, with
@@ -295,7 +298,12 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 		theirs.Close()
 		return fail(fmt.Errorf("start command: %w", err), writers)
 	}
+	// A launcher that does not take the command or answer in time (it
+	// hangs, or was stopped) counts as gone: launch ends it and tries
+	// another.
+	deadline := time.Now().Add(launcherStartup)
 	rights := syscall.UnixRights(int(theirs.Fd()), int(devNull.Fd()), int(writers[0].Fd()), int(writers[len(writers)-1].Fd()))
+	l.ctrl.SetWriteDeadline(deadline)
 	_, _, err = l.ctrl.WriteMsgUnix([]byte{'c'}, rights, nil)
 	theirs.Close()
 	devNull.Close()
@@ -324,10 +332,12 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 	field('s', c.sockets...)
 	field('a', spec.Args...)
 	field('e', env...)
+	conn.SetDeadline(deadline)
 	if err := writeMsg(conn, 'q', req.Bytes()); err != nil {
 		return fail(errLauncherGone, writers)
 	}
 	kind, body, err := readMsg(conn)
+	conn.SetDeadline(time.Time{})
 	switch {
 	case err != nil:
 		return fail(errLauncherGone, writers)
@@ -338,8 +348,13 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 	}
 	r.copyOut(writers, stdout, stderr)
 	// A cancel ends the command: the launcher kills it when meka stops
-	// writing, and still reports how it ended.
-	stop := context.AfterFunc(ctx, func() { conn.CloseWrite() })
+	// writing, and still reports how it ended, within the command's
+	// WaitDelay; a launcher that does not is ended, and the command with
+	// it.
+	stop := context.AfterFunc(ctx, func() {
+		conn.CloseWrite()
+		conn.SetReadDeadline(time.Now().Add(delay))
+	})
 	r.proc = &launched{conn: conn, l: l, stop: stop}
 	return r, nil
 }
@@ -357,6 +372,9 @@ func (p *launched) wait() (Status, error) {
 	defer p.conn.Close()
 	defer p.stop()
 	kind, body, err := readMsg(p.conn)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		pool.drop(p.l)
+	}
 	if err != nil {
 		return Status{}, errLauncherGone
 	}

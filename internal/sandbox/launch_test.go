@@ -587,3 +587,74 @@ func TestLauncherThatCannotStart(t *testing.T) {
 		})
 	}
 }
+
+// stopLauncher stops l (SIGSTOP to its process group: the helper, or
+// bubblewrap and the helper) and returns a pidfd of its first process.
+func stopLauncher(t *testing.T, l *launcher) int {
+	t.Helper()
+	fd, err := unix.PidfdOpen(l.cmd.Process.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.cmd.Process.Kill(); unix.Close(fd) })
+	if err := unix.Kill(-l.cmd.Process.Pid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// A launcher that hangs (here, stopped) does not hang meka: a command it
+// does not take in time goes to a new launcher, and the hung one is ended.
+func TestLauncherHungAtStart(t *testing.T) {
+	defer func(d time.Duration) { launcherStartup = d }(launcherStartup)
+	launcherStartup = 300 * time.Millisecond
+	spec := launchedSpecs(t)[0]
+	spec.Args = []string{"true"}
+	hung := runLaunched(t, spec, io.Discard, io.Discard).proc.l
+	fd := stopLauncher(t, hung)
+	spec.TempDir = shellTemp(t)
+	if next := runLaunched(t, spec, io.Discard, io.Discard); next.proc.l == hung {
+		t.Error("the hung launcher ran the command")
+	}
+	if !exited(t, fd, 10_000) {
+		t.Error("the hung launcher was left running")
+	}
+}
+
+// Canceling a command whose launcher hangs returns within the command's
+// WaitDelay, the launcher and the command ended.
+func TestLauncherHungAtCancel(t *testing.T) {
+	spec := launchedSpecs(t)[0]
+	mark := fmt.Sprintf("meka-hung-%d-%d", os.Getpid(), time.Now().UnixNano())
+	spec.Args = []string{"sh", "-c", "echo started; sleep 100; :", mark}
+	spec.WaitDelay = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	run := mustLaunch(t, ctx, spec, pw, nil)
+	if _, err := bufio.NewReader(pr).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	pids := marked(mark, 0)
+	if len(pids) == 0 {
+		t.Fatal("no process carries the mark")
+	}
+	cmdFD, err := unix.PidfdOpen(pids[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(cmdFD)
+	fd := stopLauncher(t, run.proc.l)
+	cancel()
+	if err := waitBounded(t, run); !errors.Is(err, errLauncherGone) {
+		t.Errorf("Wait = %v, want %v", err, errLauncherGone)
+	}
+	if !exited(t, fd, 10_000) {
+		t.Error("the hung launcher was left running")
+	}
+	if !exited(t, cmdFD, 10_000) {
+		t.Error("the command outlived its hung launcher")
+	}
+}
