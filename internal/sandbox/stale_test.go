@@ -216,3 +216,24 @@ func exited(t *testing.T, fd, ms int) bool {
 		return n > 0
 	}
 }
+
+// MkShellTemp's directory, removed under it (a temp cleaner), is made
+// again, named for this process as CleanStale expects.
+func TestMkShellTempRemade(t *testing.T) {
+	first := shellTemp(t)
+	root := filepath.Dir(first)
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	second := shellTemp(t)
+	newRoot := filepath.Dir(second)
+	if newRoot == root {
+		t.Fatal("the removed directory was used again")
+	}
+	if !strings.HasPrefix(filepath.Base(newRoot), ShellDirPrefix+strconv.Itoa(os.Getpid())+"-") {
+		t.Errorf("new directory %s is not named for this process", newRoot)
+	}
+	if fi, err := os.Stat(second); err != nil || !fi.IsDir() {
+		t.Errorf("temp dir %s: %v", second, err)
+	}
+}
