@@ -50,6 +50,9 @@ type globals struct {
 	// clientDirs is set by front doors whose sessions take their
 	// directory from a client (acp), not from meka's own.
 	clientDirs bool
+	// commandNames are the subcommands taken off the root when --oneshot
+	// made every word a prompt; refuseMistake still knows them.
+	commandNames []string
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -63,6 +66,9 @@ type globals struct {
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
 	root := newRoot(g)
+	if oneshotFirst(root, args) {
+		promptOnly(root, g)
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -98,7 +104,7 @@ func newRoot(g *globals) *cobra.Command {
 
   meka                                    the terminal: a new session in this directory
   meka fix the failing test               the same, starting with that prompt (quotes optional)
-  meka --oneshot "fix the failing test"   one turn, reply on stdout (a new session, or -c/-r's)
+  meka --oneshot "fix the failing test"   one turn, reply on stdout (a new session, or -c/-r's); -p too
   meka -c | meka -r ID                    continue this directory's latest session | resume one
   meka sessions list                      sessions in this directory (--all: every directory)
   meka acp                                serve the Agent Client Protocol on stdio, for editors
@@ -120,12 +126,13 @@ Environment:
   NO_COLOR, MEKA_PLAIN, ACCESSIBLE       the terminal without colour | without the screen (plain lines)
 
 Exit status:
-  0    done; the terminal exits 0 when its input ends, whatever its turns did
+  0    done; the terminal exits 0 when you quit it (/quit, /exit, Ctrl+C or Ctrl+D
+       twice) or its input ends, whatever its turns did
   1    the provider or meka failed, or the session to continue or resume does not exist
-  2    bad flags, arguments or configuration (an unknown command, a profile whose
-       API key variable is empty)
+  2    bad flags, arguments or configuration (an unknown command or flag, a profile
+       whose API key variable is empty)
   3    --oneshot only: the turn stopped short (max_tokens, refusal, a limit, an unfinished plan)
-  130  cancelled with Ctrl+C`,
+  130  --oneshot only: the turn was interrupted with Ctrl+C (SIGINT; SIGTERM gives 143)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
@@ -134,7 +141,7 @@ Exit status:
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "meka %s\n", version())
 				return err
 			}
-			if err := refuseMistake(cmd, args); err != nil {
+			if err := refuseMistake(cmd, args, g.commandNames); err != nil {
 				return err
 			}
 			if provider != "" {
@@ -165,7 +172,7 @@ Exit status:
 	f.BoolVar(&g.workspaceHome, "workspace-home", false, "allow the workspace level in / or your home directory, where commands could change every file below it")
 	f.CountVarP(&g.verbose, "verbose", "v", "log to stderr: -v info, -vv debug")
 	lf := root.Flags()
-	lf.BoolVar(&oneshot, "oneshot", false, "run one turn and exit: in a new session, or the one -c or -r names")
+	lf.BoolVarP(&oneshot, "oneshot", "p", false, "run one turn and exit: in a new session, or the one -c or -r names; every word after it is the prompt")
 	lf.BoolVarP(&cont, "continue", "c", false, "continue the latest session in this directory")
 	lf.StringVarP(&resume, "resume", "r", "", "resume a session by id (any unique prefix)")
 	lf.StringVar(&provider, "provider", "", "openai or anthropic: that provider's profile from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), unless the config names a profile so")
@@ -179,6 +186,8 @@ Exit status:
 	for _, c := range extraCommands {
 		root.AddCommand(c(g))
 	}
+	refuseUnknownSubcommands(root)
+	root.SetFlagErrorFunc(flagError)
 	return root
 }
 

@@ -31,7 +31,7 @@ var bareWords = map[string]string{
 // subcommand's name (one edit for names of up to four letters, whose
 // two-edit neighbours are everyday words: hello, add). Words after -- are
 // always a prompt.
-func refuseMistake(root *cobra.Command, args []string) error {
+func refuseMistake(root *cobra.Command, args []string, more []string) error {
 	if len(args) == 0 || root.ArgsLenAtDash() == 0 {
 		return nil
 	}
@@ -43,19 +43,21 @@ func refuseMistake(root *cobra.Command, args []string) error {
 	if meant, ok := bareWords[lower]; ok && len(args) == 1 {
 		return mistake(word, args, meant)
 	}
-	best, bestDist := "", 3
+	names := more
 	for _, c := range root.Commands() {
 		if !c.IsAvailableCommand() && c.Name() != "help" {
 			continue
 		}
-		for _, name := range append([]string{c.Name()}, c.Aliases...) {
-			limit := 2
-			if len(name) <= 4 {
-				limit = 1
-			}
-			if d := editDistance(lower, name); d > 0 && d <= limit && d < bestDist {
-				best, bestDist = name, d
-			}
+		names = append(names, append([]string{c.Name()}, c.Aliases...)...)
+	}
+	best, bestDist := "", 3
+	for _, name := range names {
+		limit := 2
+		if len(name) <= 4 {
+			limit = 1
+		}
+		if d := editDistance(lower, name); d > 0 && d <= limit && d < bestDist {
+			best, bestDist = name, d
 		}
 	}
 	if best == "" {
