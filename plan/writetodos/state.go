@@ -128,15 +128,49 @@ func (r refusal) Error() string { return r.msg }
 func refusef(format string, args ...any) refusal { return refusal{fmt.Sprintf(format, args...)} }
 
 func unknownID(id string, cur state) refusal {
-	ids := make([]string, len(cur.Items))
-	for i, t := range cur.Items {
-		ids[i] = t.ID
+	if len(id) > lineIDCap {
+		id = plan.Clamp(id, lineIDCap) + "…"
 	}
-	avail := strings.Join(ids, ", ")
-	if avail == "" {
-		avail = "(none)"
+	return refusal{"unknown todo ID: " + id + ". Available IDs: " + idRuns(cur.Items)}
+}
+
+// idRuns lists the items' IDs, a run of five or more consecutive
+// assigned IDs as its ends ("s1–s128"), so the IDs of a full list stay
+// a few bytes and the refusal within errorCap.
+func idRuns(items []Todo) string {
+	if len(items) == 0 {
+		return "(none)"
 	}
-	return refusal{"unknown todo ID: " + id + ". Available IDs: " + avail}
+	num := func(id string) int {
+		if n, err := strconv.Atoi(strings.TrimPrefix(id, "s")); err == nil && strings.HasPrefix(id, "s") && n > 0 {
+			return n
+		}
+		return -1
+	}
+	var b strings.Builder
+	for i := 0; i < len(items); {
+		j := i
+		if n := num(items[i].ID); n > 0 {
+			for j+1 < len(items) && num(items[j+1].ID) == n+(j+1-i) {
+				j++
+			}
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		if j-i >= 4 {
+			b.WriteString(items[i].ID + "–" + items[j].ID)
+		} else {
+			for k := i; k <= j; k++ {
+				if k > i {
+					b.WriteString(", ")
+				}
+				b.WriteString(plan.Clamp(items[k].ID, lineIDCap))
+			}
+		}
+		i = j + 1
+	}
+	return b.String()
 }
 
 func checkText(label, field, s string) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"meka.dev/meka/permission"
+	"meka.dev/meka/plan"
 	"meka.dev/meka/tool"
 )
 
@@ -82,10 +83,22 @@ func (t writeTool) Run(_ context.Context, c tool.Call) (tool.Result, error) {
 		next, err = cur.write(a, p.opts.Now())
 	}
 	if err != nil {
-		return tool.Errorf("%v\nCurrent list:\n%s", err, renderCapped(cur.Items, errorCap)), nil
+		return tool.Errorf("%s", refusalText(err, cur.Items)), nil
 	}
 	p.pending = append(p.pending, outcome{callID: c.ID, st: next})
 	r := tool.Text(renderCapped(next.Items, replyCap))
 	r.State = encodeState(next)
 	return r, nil
+}
+
+// refusalText is a refusal and the current list, within about errorCap
+// bytes together: the reason is cut at half of it, the list takes the
+// rest.
+func refusalText(err error, items []Todo) string {
+	const sep = "\nCurrent list:\n"
+	msg := err.Error()
+	if len(msg) > errorCap/2 {
+		msg = plan.Clamp(msg, errorCap/2) + "…"
+	}
+	return msg + sep + renderCapped(items, errorCap-len(msg)-len(sep))
 }

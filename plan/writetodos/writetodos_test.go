@@ -296,3 +296,31 @@ func BenchmarkContext128(b *testing.B) {
 		}
 	}
 }
+
+// A refusal on a full list stays within about 2,000 characters, its IDs
+// and the list included, whatever ID the model sent.
+func TestRefusalBounded(t *testing.T) {
+	s := newSim(t)
+	var todos []string
+	for i := range writetodos.MaxItems {
+		todos = append(todos, fmt.Sprintf(`{"content":"item %d %s","status":"pending"}`, i+1, strings.Repeat("x", 150)))
+	}
+	if out, ok := s.call(`{"todos":[` + strings.Join(todos, ",") + `]}`); !ok {
+		t.Fatal(out)
+	}
+	for _, id := range []string{"s999", strings.Repeat("q", 5000)} {
+		out, ok := s.call(`{"updates":[{"id":"` + id + `","status":"completed"}]}`)
+		if ok || len(out) > 2100 {
+			t.Fatalf("ok %v, %d bytes:\n%s", ok, len(out), out)
+		}
+		if !strings.Contains(out, ". Available IDs: s1–s128\nCurrent list:\n[ ] 1. item 1 ") {
+			t.Fatalf("shape:\n%s", out)
+		}
+	}
+	// Short runs are listed, as the refusal has always named them.
+	s = newSim(t)
+	s.call(`{"todos":[{"content":"a","status":"pending"},{"content":"b","status":"pending"}]}`)
+	if out, _ := s.call(`{"updates":[{"id":"s7","status":"completed"}]}`); !strings.HasPrefix(out, "unknown todo ID: s7. Available IDs: s1, s2\n") {
+		t.Fatal(out)
+	}
+}
