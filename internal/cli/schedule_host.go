@@ -76,12 +76,16 @@ func (g *globals) newScheduling(cfg *config.Config, db *database) (*scheduling, 
 }
 
 // extension adds the schedule tools and the [Scheduled] index to a
-// session; none when scheduling is off.
+// session; none when scheduling is off, and none to a sub-agent: a job
+// on its session could never fire, since only its parent opens it.
 func (sc *scheduling) extension() []host.ExtensionFunc {
 	if sc == nil {
 		return nil
 	}
 	return []host.ExtensionFunc{func(env host.Env) (host.Extension, error) {
+		if env.Depth > 0 {
+			return host.Extension{}, nil
+		}
 		return host.Extension{
 			Tools:        sc.sched.Tools(),
 			Contributors: []agent.RequestContributor{sc.sched.Contributor(env.SessionID, env.Level)},

@@ -333,6 +333,14 @@ func TestSchedulingFiresIntoHost(t *testing.T) {
 		t.Errorf("disabled scheduling: %v %v", off, err)
 	}
 
+	// A sub-agent is offered none of it: a job on its session could never
+	// fire.
+	for _, ext := range sc.extension() {
+		if x, err := ext(host.Env{SessionID: "child", Depth: 1}); err != nil || len(x.Tools) != 0 || len(x.Contributors) != 0 {
+			t.Errorf("a sub-agent's session gets %d schedule tools, %d contributors (%v)", len(x.Tools), len(x.Contributors), err)
+		}
+	}
+
 	prov := script.New(&script.Script{Rounds: []script.Round{
 		{ToolCalls: []script.ToolCall{{ID: "c1", Name: "schedule_create", Arguments: []byte(`{"prompt": "check the deploy", "in": "20m"}`)}}},
 		{Text: "Scheduled."},

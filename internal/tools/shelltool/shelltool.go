@@ -170,7 +170,12 @@ func passthroughText(globs []string) string {
 	return ", plus " + strings.Join(globs, ", ")
 }
 
-const descriptionTail = `Past its timeout (default 120 seconds, at most 3600) a command is killed with every process it started; what it leaves running in the background is stopped when it exits. For long work (a server, a long build or test run) set background: true: you get a task id at once, and its outcome and output in a turn of their own when it ends.
+const descriptionTail = `Past its timeout (default 120 seconds, at most 3600) a command is killed with every process it started; what it leaves running in the background is stopped when it exits.`
+
+// descriptionTasks offers background tasks, to a session that has them.
+const descriptionTasks = ` For long work (a server, a long build or test run) set background: true: you get a task id at once, and its outcome and output in a turn of their own when it ends.`
+
+const descriptionScratch = `
 
 Large output is cut and saved whole to a scratchpad file named in the result, for file_read.`
 
@@ -185,6 +190,18 @@ var schema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
+// schemaNoTasks is the schema of a session without background tasks (a
+// sub-agent's): a parameter the tool would only refuse is not offered.
+var schemaNoTasks = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "description": "The command line, run with sh -c."},
+    "timeout": {"type": "integer", "minimum": 1, "maximum": 3600, "description": "Seconds before the command and every process it started are killed. Default 120."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`)
+
 // Spec declares shell_execute. It needs read where commands can be
 // confined and unrestricted where they cannot.
 func (t *Tool) Spec() tool.Spec {
@@ -192,10 +209,14 @@ func (t *Tool) Spec() tool.Spec {
 	if t.confined {
 		level = permission.Read
 	}
+	desc, sch := descriptionHead+t.confinement()+descriptionTail+descriptionTasks+descriptionScratch, schema
+	if t.opts.Tasks == nil {
+		desc, sch = descriptionHead+t.confinement()+descriptionTail+descriptionScratch, schemaNoTasks
+	}
 	return tool.Spec{
 		Name:        Name,
-		Description: descriptionHead + t.confinement() + descriptionTail,
-		Schema:      schema,
+		Description: desc,
+		Schema:      sch,
 		Level:       level,
 		Kind:        tool.KindExecute,
 	}

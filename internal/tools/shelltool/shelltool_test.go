@@ -396,7 +396,18 @@ func TestBackground(t *testing.T) {
 		t.Errorf("report:\n%s", report)
 	}
 
+	if !strings.Contains(string(sh.Spec().Schema), `"background"`) || !strings.Contains(sh.Spec().Description, "background: true") {
+		t.Errorf("a session with tasks is not offered background:\n%s", sh.Spec().Schema)
+	}
 	none := New(Options{Env: []string{testPath}, Roots: rootsOf(t, ws)})
+	// A session without tasks (a sub-agent's) is not offered what the tool
+	// would only refuse.
+	if s := none.Spec(); strings.Contains(string(s.Schema), "background") || strings.Contains(s.Description, "background: true") {
+		t.Errorf("a session without tasks is offered background:\n%s\n%s", s.Schema, s.Description)
+	}
+	if err := tool.NewRegistry().Add(none); err != nil {
+		t.Errorf("schema: %v", err)
+	}
 	if res, _, _ := call(t, none, permission.Unrestricted, ws, map[string]any{"command": "true", "background": true}); !res.IsError {
 		t.Error("background without a registry succeeded")
 	}
