@@ -145,9 +145,9 @@ Exit status:
 				return err
 			}
 			if provider != "" {
-				if !config.IsEnvProvider(provider) {
-					return usageError("--provider %q: want openai or anthropic (--profile picks a configured profile)", provider)
-				}
+				// A configured profile's name or a provider's own
+				// (openai, anthropic): seed 004 schedules
+				// "--provider work" from cron.
 				if g.profile != "" && g.profile != provider {
 					return usageError("--provider and --profile name different profiles (%q, %q)", provider, g.profile)
 				}
@@ -175,7 +175,7 @@ Exit status:
 	lf.BoolVarP(&oneshot, "oneshot", "p", false, "run one turn and exit: in a new session, or the one -c or -r names; every word after it is the prompt")
 	lf.BoolVarP(&cont, "continue", "c", false, "continue the latest session in this directory")
 	lf.StringVarP(&resume, "resume", "r", "", "resume a session by id (any unique prefix)")
-	lf.StringVar(&provider, "provider", "", "openai or anthropic: that provider's profile from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), unless the config names a profile so")
+	lf.StringVar(&provider, "provider", "", "a configured profile, or openai or anthropic: that provider's profile from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY) unless the config names a profile so")
 	// Our own flag rather than cobra's Version field: cobra prints a custom
 	// version line through text/template, whose reflective method lookup
 	// turns off the linker's dead-code elimination for the whole binary.

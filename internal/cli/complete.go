@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -74,8 +75,19 @@ func (g *globals) completeProfiles(*cobra.Command, []string, string) ([]cobra.Co
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-func completeProviders(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return []cobra.Completion{string(config.ProviderOpenAI), string(config.ProviderAnthropic)}, cobra.ShellCompDirectiveNoFileComp
+// completeProviders offers the configured profiles and the two providers
+// whose profile the environment makes.
+func (g *globals) completeProviders(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	if cfg, err := g.loadConfig(); err == nil {
+		out = append(out, cfg.ProfileNames()...)
+	}
+	for _, p := range []string{string(config.ProviderOpenAI), string(config.ProviderAnthropic)} {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 func completeLevels(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -90,6 +102,6 @@ func completeLevels(*cobra.Command, []string, string) ([]cobra.Completion, cobra
 func (g *globals) registerCompletions(root *cobra.Command) {
 	_ = root.RegisterFlagCompletionFunc("profile", g.completeProfiles)
 	_ = root.RegisterFlagCompletionFunc("permission", completeLevels)
-	_ = root.RegisterFlagCompletionFunc("provider", completeProviders)
+	_ = root.RegisterFlagCompletionFunc("provider", g.completeProviders)
 	_ = root.RegisterFlagCompletionFunc("resume", g.completeSessionFlag)
 }

@@ -78,11 +78,25 @@ func TestProviderFlag(t *testing.T) {
 		t.Fatalf("empty key: code %d stderr %q", code, errOut)
 	}
 	_, errOut, code = run(t, work, env, "--provider", "gemini", "--oneshot", "hi")
-	if code != 2 || !strings.Contains(errOut, "want openai or anthropic") {
+	if code != 2 || !strings.Contains(errOut, `unknown profile "gemini"`) {
 		t.Fatalf("unknown provider: code %d stderr %q", code, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(envValue(env, "MEKA_DATA_DIR"), "meka.db")); !os.IsNotExist(err) {
 		t.Fatalf("a refused run created the database: %v", err)
+	}
+
+	// --provider also names a configured profile: seed 004's own example,
+	// meka --oneshot --permission read --provider work.
+	workCfg := filepath.Join(t.TempDir(), "config.toml")
+	srv2 := serve(t, `[{"text":"from work"}]`)
+	os.WriteFile(workCfg, []byte("default_profile = \"other\"\n[profiles.work]\nprovider = \"anthropic\"\nbase_url = \""+srv2.URL+"\"\napi_key_env = \"WORK_KEY\"\n"+
+		"[profiles.other]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n"), 0o600)
+	out, errOut, code = run(t, work, isolatedEnv(t, "MEKA_CONFIG="+workCfg, "WORK_KEY=w"), "--oneshot", "--permission", "read", "--provider", "work", "summarise today's alerts")
+	if code != 0 || out != "from work\n" {
+		t.Fatalf("--provider work: code %d stdout %q stderr %q", code, out, errOut)
+	}
+	if _, errOut, code = run(t, work, isolatedEnv(t, "MEKA_CONFIG="+workCfg, "WORK_KEY=w"), "--provider", "work", "--profile", "other", "--oneshot", "hi"); code != 2 || !strings.Contains(errOut, "name different profiles") {
+		t.Fatalf("--provider and --profile disagreeing: code %d stderr %q", code, errOut)
 	}
 
 	// A configured profile whose key variable is empty: exit 2 as well.
