@@ -52,6 +52,9 @@ var allowed = map[string][]string{
 	"internal/postgres":        {"session", "model", "internal/rowcodec", "internal/storerec"},
 	"internal/postgres/pgtest": {},
 	"internal/prompt":          {"model", "session", "internal/skills"},
+	// The one event vocabulary: built from rows and engine events, shared
+	// by the HTTP feed, --oneshot --json and export.
+	"internal/events": {"agent", "session", "plan", "model"},
 	// L3
 	"plan":              {"agent", "tool", "session", "model"},
 	"plan/checklist":    {"plan", "agent", "tool", "session", "model", "permission"},
@@ -72,10 +75,10 @@ var allowed = map[string][]string{
 	"internal/schedule":              {"internal/schedule/cron", "internal/sandbox", "session", "tool", "permission", "model", "agent"},
 	// L5: front doors never import each other.
 	"internal/acp/jsonrpc": {},
-	"internal/acp":         {"internal/acp/jsonrpc", "internal/imaging", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
-	"internal/httpapi":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool"},
-	"internal/repl":        {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe"},
-	"internal/oneshot":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe"},
+	"internal/acp":         {"internal/acp/jsonrpc", "internal/imaging", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/events"},
+	"internal/httpapi":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/events"},
+	"internal/repl":        {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe", "internal/events"},
+	"internal/oneshot":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe", "internal/events"},
 	// L6: the composition root may import anything.
 	"internal/cli": {"*"},
 	// L7

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"meka.dev/meka/internal/config"
+	"meka.dev/meka/internal/events"
 	"meka.dev/meka/internal/httpapi"
 	"meka.dev/meka/internal/memory"
 	"meka.dev/meka/internal/postgres"
@@ -122,11 +123,11 @@ func openPostgres(ctx context.Context, url string, opts postgres.Options) (*data
 // The stores below name the records of internal/storerec, so one adapter
 // of each kind serves both databases.
 
-// rowFeed stores the events appended rows cause (httpapi.RowEvents) with
+// rowFeed stores the events appended rows cause (events.FromRows) with
 // the rows, in every process, so meka serve's feed misses no row whoever
 // wrote it.
 func rowFeed(sessionID string, rows []session.Row) []storerec.FeedEntry {
-	es := httpapi.RowEvents(sessionID, rows)
+	es := events.FromRows(sessionID, rows)
 	out := make([]storerec.FeedEntry, len(es))
 	for i, e := range es {
 		out[i] = storerec.FeedEntry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}

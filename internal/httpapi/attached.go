@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/events"
 	"meka.dev/meka/internal/host"
-	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 )
@@ -32,19 +31,10 @@ type attached struct {
 	elicitations map[string]*elicitation
 }
 
-// turnInfo is a turn as the API reports it.
+// turnInfo is a turn as the API reports it (events.Turn), and what the
+// server needs to run it.
 type turnInfo struct {
-	ID           string       `json:"turn_id"`
-	SessionID    string       `json:"session_id"`
-	Source       string       `json:"source"`
-	Status       string       `json:"status"`
-	StopReason   string       `json:"stop_reason,omitempty"`
-	Usage        *model.Usage `json:"usage,omitempty"`
-	Error        *problem     `json:"error,omitempty"`
-	StartedAt    time.Time    `json:"started_at"`
-	EndedAt      *time.Time   `json:"ended_at,omitempty"`
-	FirstEventID int64        `json:"first_event_id,omitempty"`
-	LastEventID  int64        `json:"last_event_id,omitempty"`
+	events.Turn
 
 	number int64         // the engine's turn number
 	own    bool          // started by this server, which ends it
@@ -139,8 +129,8 @@ func (a *attached) turnStarted(ev agent.TurnStarted) {
 	t := a.next
 	a.next = nil
 	if t == nil {
-		t = &turnInfo{ID: uuid.Must(uuid.NewV7()).String(), SessionID: a.s.ID(), Source: source(ev.Input.Source),
-			Status: "running", StartedAt: a.srv.opts.Now().UTC(), done: make(chan struct{})}
+		t = &turnInfo{Turn: events.Turn{ID: uuid.Must(uuid.NewV7()).String(), SessionID: a.s.ID(), Source: events.Source(ev.Input.Source),
+			Status: "running", StartedAt: a.srv.opts.Now().UTC()}, done: make(chan struct{})}
 		pruneDone(a.turns, func(t *turnInfo) bool { return t.EndedAt != nil })
 		a.turns[t.ID] = t
 	}
@@ -182,11 +172,7 @@ func (a *attached) finish(t *turnInfo, res agent.Result) {
 	if a.current == t {
 		a.current = nil
 	}
-	t.EndedAt = &now
-	t.StopReason = stopReason(res.Stop)
-	t.Status = turnStatus(res.Stop)
-	u := res.Usage
-	t.Usage = &u
+	t.End(res, now, false)
 	t.Error = p
 	view := *t
 	a.mu.Unlock()
@@ -198,34 +184,6 @@ func (a *attached) finish(t *turnInfo, res agent.Result) {
 	}
 	close(t.done)
 	a.mu.Unlock()
-}
-
-func stopReason(s agent.StopReason) string {
-	switch s {
-	case agent.StopEndTurn:
-		return "end_turn"
-	case agent.StopCanceled:
-		return "cancelled"
-	case agent.StopFailed:
-		return "failed"
-	case agent.StopMaxTokens:
-		return "max_tokens"
-	case agent.StopRefusal:
-		return "refusal"
-	}
-	return string(s)
-}
-
-func turnStatus(s agent.StopReason) string {
-	switch s {
-	case agent.StopEndTurn, agent.StopMaxTokens, agent.StopRefusal:
-		return "completed"
-	case agent.StopCanceled:
-		return "cancelled"
-	case agent.StopFailed:
-		return "failed"
-	}
-	return "completed"
 }
 
 // record stores events, logging a failure: the change they describe has

@@ -18,6 +18,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"meka.dev/meka/internal/events"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/httpapi"
 	"meka.dev/meka/internal/sqlite"
@@ -54,16 +55,16 @@ func (s sqliteFeed) Append(ctx context.Context, es []httpapi.Entry) ([]httpapi.E
 		in[i] = sqlite.FeedEntry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}
 	}
 	evs, err := s.f.Append(ctx, in)
-	return events(evs), err
+	return feedEvents(evs), err
 }
 func (s sqliteFeed) After(ctx context.Context, after int64, id string, limit int) ([]httpapi.Event, error) {
 	evs, err := s.f.After(ctx, after, id, limit)
-	return events(evs), err
+	return feedEvents(evs), err
 }
 func (s sqliteFeed) Bounds(ctx context.Context) (int64, int64, error) { return s.f.Bounds(ctx) }
 func (s sqliteFeed) Changed() <-chan struct{}                         { return s.f.Changed() }
 
-func events(evs []sqlite.FeedEvent) []httpapi.Event {
+func feedEvents(evs []sqlite.FeedEvent) []httpapi.Event {
 	out := make([]httpapi.Event, len(evs))
 	for i, e := range evs {
 		out[i] = httpapi.Event{ID: e.ID, Entry: httpapi.Entry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}, Time: e.Time}
@@ -73,7 +74,7 @@ func events(evs []sqlite.FeedEvent) []httpapi.Event {
 
 func rowFeed(id string, rows []session.Row) []sqlite.FeedEntry {
 	var out []sqlite.FeedEntry
-	for _, e := range httpapi.RowEvents(id, rows) {
+	for _, e := range events.FromRows(id, rows) {
 		out = append(out, sqlite.FeedEntry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data})
 	}
 	return out

@@ -6,31 +6,13 @@ import (
 	"net/http"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/events"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/session"
 )
 
 // problem is an RFC 9457 problem details body with a stable code.
-type problem struct {
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	Status   int    `json:"status"`
-	Detail   string `json:"detail,omitempty"`
-	Code     string `json:"code"`
-	Instance string `json:"instance,omitempty"`
-	// Where says where hidden detail went (the meka log), for errors
-	// whose text must not travel.
-	Where string `json:"where,omitempty"`
-	// ProviderError carries the provider's own text, capped, only when
-	// relay_provider_errors is on.
-	ProviderError *providerError `json:"provider_error,omitempty"`
-}
-
-type providerError struct {
-	Status    int    `json:"status,omitempty"`
-	Text      string `json:"text"`
-	Truncated bool   `json:"truncated"`
-}
+type problem = events.Problem
 
 // errStatus maps a domain error to a problem: the one table of this
 // front door from errors to HTTP statuses.

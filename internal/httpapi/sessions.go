@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	"meka.dev/meka/internal/events"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/plan"
@@ -399,7 +400,7 @@ func (srv *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	items := []map[string]any{}
 	for _, row := range rows {
-		for _, e := range RowEvents(m.ID, []session.Row{row}) {
+		for _, e := range events.FromRows(m.ID, []session.Row{row}) {
 			f := srv.outgoing(Event{Entry: e, Time: row.Time})
 			items = append(items, map[string]any{"row": row.Seq, "turn": row.Turn, "type": e.Type, "data": f.Data, "time": row.Time.UTC().Format(timeFormat)})
 		}

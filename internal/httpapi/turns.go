@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/events"
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
 )
@@ -160,8 +161,8 @@ func (a *attached) start(msg session.UserMessage) (*turnInfo, error) {
 		a.mu.Unlock()
 		return nil, agent.ErrBusy
 	}
-	t := &turnInfo{ID: uuid.Must(uuid.NewV7()).String(), SessionID: a.s.ID(), Source: "client", Status: "running",
-		StartedAt: a.srv.opts.Now().UTC(), done: make(chan struct{}), own: true}
+	t := &turnInfo{Turn: events.Turn{ID: uuid.Must(uuid.NewV7()).String(), SessionID: a.s.ID(), Source: "client", Status: "running",
+		StartedAt: a.srv.opts.Now().UTC()}, done: make(chan struct{}), own: true}
 	// The turn's own context latches a cancel that lands before the
 	// engine has begun it.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -302,17 +303,6 @@ var errBusyTurn = errors.New("another turn took the session first")
 // turnProblem is a failed turn's error as clients may see it: the
 // provider's text only when relaying is on, capped.
 func (srv *Server) turnProblem(err error) problem {
-	p := problem{Type: "/v1/problems/turn-failed", Status: http.StatusBadGateway, Code: "turn-failed", Title: "The turn failed"}
-	var perr *model.Error
-	if errors.As(err, &perr) {
-		p.Title = "The model provider failed"
-		p.Code = "provider-failed"
-		if srv.opts.RelayProviderErrors && perr.Body != "" {
-			text := model.Cap(perr.Body, model.DisplayCap)
-			p.ProviderError = &providerError{Status: perr.Status, Text: text, Truncated: len(perr.Body) > model.DisplayCap}
-		}
-	}
-	p.Where = "meka log"
 	srv.log.Info("turn failed", "err", err)
-	return p
+	return events.TurnProblem(err, srv.opts.RelayProviderErrors)
 }

@@ -27,7 +27,7 @@ func (s sqliteOutbox) Claim(ctx context.Context, owner string, now time.Time, le
 	ds, err := s.o.Claim(ctx, owner, now, lease, limit)
 	out := make([]httpapi.Delivery, len(ds))
 	for i, d := range ds {
-		out[i] = httpapi.Delivery{ID: d.ID, Endpoint: d.Endpoint, Attempt: d.Attempt, Event: events([]sqlite.FeedEvent{d.Event})[0]}
+		out[i] = httpapi.Delivery{ID: d.ID, Endpoint: d.Endpoint, Attempt: d.Attempt, Event: feedEvents([]sqlite.FeedEvent{d.Event})[0]}
 	}
 	return out, err
 }

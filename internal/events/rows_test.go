@@ -1,11 +1,11 @@
-package httpapi_test
+package events_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"meka.dev/meka/internal/httpapi"
+	"meka.dev/meka/internal/events"
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
 )
@@ -16,7 +16,7 @@ func TestToolFinishedCutsOnARuneBoundary(t *testing.T) {
 	text := "\xff" + strings.Repeat("é", 5000) // 10001 bytes, runes start at odd offsets
 	rows := []session.Row{{Seq: 3, Turn: 1, Entry: session.ToolResult{CallID: "c", Name: "shell", Status: session.StatusOK,
 		Content: model.Parts{model.Text{Text: text}}}}}
-	evs := httpapi.RowEvents("s", rows)
+	evs := events.FromRows("s", rows)
 	if len(evs) != 1 || evs[0].Type != "tool.finished" {
 		t.Fatalf("events %+v", evs)
 	}

@@ -1,0 +1,114 @@
+// Package events is meka's one event vocabulary: the names and payloads
+// that the HTTP feed, `meka --oneshot --json`, session export and hooks'
+// stdin share. Durable events are built from session rows (FromRows) in
+// the transaction that stores them, so every process that writes a
+// session feeds the same events with the same ids; turn events are built
+// from the engine's result (TurnOf).
+//
+// The wire form of one event is a Frame; docs/events.schema.json
+// describes every type and payload, versioned by SchemaVersion.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// SchemaVersion is the version of docs/events.schema.json. It changes
+// when a payload loses or changes a field; added fields and types keep it.
+const SchemaVersion = "1"
+
+// Event types. Durable ones are stored in the feed with an id; the
+// others are ephemeral frames.
+const (
+	// SessionStarted opens a --json stream: which session the lines are
+	// about (ephemeral).
+	SessionStarted = "session.started"
+	SessionCreated = "session.created"
+
+	MessageCreated   = "message.created"
+	ToolStarted      = "tool.started"
+	ToolFinished     = "tool.finished"
+	ChecklistUpdated = "checklist.updated"
+	PlanUpdated      = "plan.updated"
+	Notice           = "notice"
+	ContextCompacted = "context.compacted"
+
+	TurnStarted   = "turn.started"
+	TurnCompleted = "turn.completed"
+	// TurnFailed is how --json ends a failed turn: the payload of
+	// turn.completed, status "failed", with the problem. The HTTP feed
+	// keeps turn.completed for every ending.
+	TurnFailed = "turn.failed"
+
+	ApprovalRequested    = "approval.requested"
+	ApprovalResolved     = "approval.resolved"
+	ElicitationRequested = "elicitation.requested"
+	ElicitationResolved  = "elicitation.resolved"
+
+	// Ephemeral.
+	MessageDelta = "message.delta"
+	ThoughtDelta = "thought.delta"
+	ToolOutput   = "tool.output"
+	UsageUpdated = "usage.updated"
+)
+
+// Entry is an event to store: what happened, in which session.
+type Entry struct {
+	SessionID string
+	Turn      int64
+	Type      string
+	Data      json.RawMessage
+}
+
+// Event is a stored event, with its durable id.
+type Event struct {
+	ID int64
+	Entry
+	Time time.Time
+}
+
+// Store is where durable events are kept. Implementations are safe for
+// concurrent use; ids are global and strictly increasing in commit order.
+type Store interface {
+	Append(ctx context.Context, entries []Entry) ([]Event, error)
+	// After returns up to limit events with an id above after, oldest
+	// first; a non-empty sessionID keeps that session's only.
+	After(ctx context.Context, after int64, sessionID string, limit int) ([]Event, error)
+	// Bounds returns the oldest and newest ids, 0 and 0 when empty.
+	Bounds(ctx context.Context) (oldest, newest int64, err error)
+	// Changed is closed at this process's next commit of events.
+	Changed() <-chan struct{}
+}
+
+// Frame is one event on the wire: an SSE frame's data, a webhook's body,
+// a line of --json. ID is empty for ephemeral events.
+type Frame struct {
+	ID        string          `json:"id,omitempty"`
+	Type      string          `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	SessionID string          `json:"session_id,omitempty"`
+	Turn      int64           `json:"turn,omitempty"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Frame is the wire form of a stored event.
+func (e Event) Frame() Frame {
+	return Frame{ID: strconv.FormatInt(e.ID, 10), Type: e.Type, Timestamp: e.Time.UTC(), SessionID: e.SessionID, Turn: e.Turn, Data: e.Data}
+}
+
+// Ephemeral is the wire form of an event that is not stored.
+func Ephemeral(typ, sessionID string, turn int64, now time.Time, data any) Frame {
+	return Frame{Type: typ, Timestamp: now.UTC(), SessionID: sessionID, Turn: turn, Data: MustJSON(data)}
+}
+
+// MustJSON encodes meka's own values, which always encode.
+func MustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
