@@ -94,6 +94,9 @@ type Usage struct {
 	OutputTokens     int `json:"output_tokens"`
 	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	// Cost is what the call cost in US dollars, an estimate from the
+	// model's price (see WithPrices); 0 when the price is unknown.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // Add returns the sum of u and v.
@@ -103,6 +106,7 @@ func (u Usage) Add(v Usage) Usage {
 		OutputTokens:     u.OutputTokens + v.OutputTokens,
 		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
 		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		Cost:             u.Cost + v.Cost,
 	}
 }
 

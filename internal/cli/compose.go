@@ -185,10 +185,33 @@ func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, e
 	if err != nil {
 		return host.Profile{}, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
+	prov = model.WithPrices(prov, prices(cfg), p.Model)
 	return host.Profile{
 		Name: p.Name, Provider: prov, Model: p.Model,
 		ContextWindow: p.ContextWindow, MaxOutputTokens: p.MaxOutputTokens, MaxRequestBytes: p.MaxRequestBytes, Vision: p.Vision,
 	}, nil
+}
+
+// prices is the built-in price table under the config's [models."ID"]
+// tables; a cache price the file leaves out comes from the built-in row,
+// else from the input price.
+func prices(cfg *config.Config) model.Prices {
+	ps := model.BuiltinPrices()
+	for id, m := range cfg.Models {
+		old, known := ps[id]
+		p := model.Price{Input: m.InputPrice, Output: m.OutputPrice, CacheRead: m.InputPrice, CacheWrite: m.InputPrice}
+		if known {
+			p.CacheRead, p.CacheWrite = old.CacheRead, old.CacheWrite
+		}
+		if m.CacheReadPrice != nil {
+			p.CacheRead = *m.CacheReadPrice
+		}
+		if m.CacheWritePrice != nil {
+			p.CacheWrite = *m.CacheWritePrice
+		}
+		ps[id] = p
+	}
+	return ps
 }
 
 func (g *globals) provider(p config.Profile) (model.Provider, error) {

@@ -69,7 +69,9 @@ type Config struct {
 	// DefaultProfile names the profile a session gets when it names none.
 	DefaultProfile string
 	// Profiles are keyed by name.
-	Profiles    map[string]Profile
+	Profiles map[string]Profile
+	// Models are the [models."ID"] tables, keyed by model id.
+	Models      map[string]Model
 	Permissions Permissions
 	Tools       Tools
 	Schedule    Schedule
@@ -82,6 +84,15 @@ type Config struct {
 	// Settings are the keys the file set, in document order; empty for
 	// Default.
 	Settings []Setting
+}
+
+// Model is a [models."ID"] table: what a model id costs, in US dollars
+// per million tokens. Input and output prices are always set; a cache
+// price is nil when the file leaves it to the built-in table (or, for a
+// model not in it, to the input price).
+type Model struct {
+	InputPrice, OutputPrice         float64
+	CacheReadPrice, CacheWritePrice *float64
 }
 
 // Agents is the [agents] table: sub-agents.
@@ -320,6 +331,7 @@ const (
 func Default() *Config {
 	return &Config{
 		Profiles: map[string]Profile{},
+		Models:   map[string]Model{},
 		Permissions: Permissions{
 			Enabled: slices.Clone(permission.Levels),
 			Default: permission.Workspace,

@@ -580,3 +580,29 @@ func TestParseAgents(t *testing.T) {
 		}
 	}
 }
+
+func TestParseModels(t *testing.T) {
+	c, err := Parse("config.toml", []byte("[models.\"gpt-4.1\"]\ninput_price = 2\noutput_price = 8.5\ncache_read_price = 0.5\n\n[models.local]\ninput_price = 0\noutput_price = 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Models["gpt-4.1"]
+	if m.InputPrice != 2 || m.OutputPrice != 8.5 || m.CacheReadPrice == nil || *m.CacheReadPrice != 0.5 || m.CacheWritePrice != nil {
+		t.Fatalf("gpt-4.1: %+v", m)
+	}
+	if _, ok := c.Models["local"]; !ok {
+		t.Fatalf("models: %+v", c.Models)
+	}
+	for _, tc := range []struct{ doc, key, msg string }{
+		{"[models.x]\ninput_price = 1\n", "models.x", "missing output_price"},
+		{"[models.x]\ninput_price = -1\noutput_price = 1\n", "models.x.input_price", "not a price"},
+		{"[models.x]\ninput_price = 1\noutput_price = 1\ncache_write_price = \"cheap\"\n", "models.x.cache_write_price", "want a price in US dollars"},
+		{"[models.x]\ninput_price = 1\noutput_price = 1\noutput_prize = 2\n", "models.x.output_prize", `did you mean "output_price"`},
+	} {
+		_, err := Parse("config.toml", []byte(tc.doc))
+		var e *Error
+		if !errors.As(err, &e) || e.Key != tc.key || !strings.Contains(e.Msg, tc.msg) {
+			t.Errorf("%q: got %v, want %s: …%s…", tc.doc, err, tc.key, tc.msg)
+		}
+	}
+}

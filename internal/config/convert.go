@@ -88,6 +88,11 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 			cfg.Profiles[name] = p
 		}
 	}
+	for id, fm := range f.Models {
+		if m, ok := c.model(id, fm); ok {
+			cfg.Models[id] = m
+		}
+	}
 	if f.DefaultProfile != nil {
 		name := *f.DefaultProfile
 		if _, ok := f.Profiles[name]; !ok {
@@ -179,6 +184,32 @@ func (c *converter) profile(file, name string, fp fileProfile) (Profile, bool) {
 	c.duration(&p.FirstTokenTimeout, key("first_token_timeout"), fp.FirstTokenTimeout)
 	c.duration(&p.StreamIdleTimeout, key("stream_idle_timeout"), fp.StreamIdleTimeout)
 	return p, len(c.errs) == n
+}
+
+func (c *converter) model(id string, fm fileModel) (Model, bool) {
+	n := len(c.errs)
+	if id == "" {
+		c.fail(keyPath("models", id), nil, "empty model id")
+	}
+	price := func(k string, v *float64) *float64 {
+		if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
+			c.fail(keyPath("models", id, k), nil, "%v is not a price (want dollars per million tokens, 0 or more)", *v)
+		}
+		return v
+	}
+	m := Model{CacheReadPrice: price("cache_read_price", fm.CacheReadPrice), CacheWritePrice: price("cache_write_price", fm.CacheWritePrice)}
+	for k, v := range map[string]*float64{"input_price": fm.InputPrice, "output_price": fm.OutputPrice} {
+		if v == nil {
+			c.fail(keyPath("models", id), nil, "missing %s (a price sets both input_price and output_price)", k)
+		}
+	}
+	if p := price("input_price", fm.InputPrice); p != nil {
+		m.InputPrice = *p
+	}
+	if p := price("output_price", fm.OutputPrice); p != nil {
+		m.OutputPrice = *p
+	}
+	return m, len(c.errs) == n
 }
 
 func (c *converter) permissions(p *Permissions, fp *filePermissions) {

@@ -18,6 +18,7 @@ import (
 type fileConfig struct {
 	DefaultProfile *string                `toml:"default_profile"`
 	Profiles       map[string]fileProfile `toml:"profiles" want:"a table of profiles, one [profiles.NAME] table each"`
+	Models         map[string]fileModel   `toml:"models" want:"a table of model ids, one [models.\"ID\"] table each"`
 	Permissions    filePermissions        `toml:"permissions"`
 	Tools          fileTools              `toml:"tools"`
 	Schedule       fileSchedule           `toml:"schedule"`
@@ -48,6 +49,13 @@ type fileProfile struct {
 	ConnectTimeout    *string `toml:"connect_timeout" want:"a duration such as \"10s\""`
 	FirstTokenTimeout *string `toml:"first_token_timeout" want:"a duration such as \"2m\""`
 	StreamIdleTimeout *string `toml:"stream_idle_timeout" want:"a duration such as \"2m\""`
+}
+
+type fileModel struct {
+	InputPrice      *float64 `toml:"input_price" want:"a price in US dollars per million tokens, such as 2.5"`
+	OutputPrice     *float64 `toml:"output_price" want:"a price in US dollars per million tokens, such as 10"`
+	CacheReadPrice  *float64 `toml:"cache_read_price" want:"a price in US dollars per million tokens, such as 0.25"`
+	CacheWritePrice *float64 `toml:"cache_write_price" want:"a price in US dollars per million tokens, such as 3.75"`
 }
 
 type filePermissions struct {

@@ -8,10 +8,19 @@ import (
 	"meka.dev/meka/session"
 )
 
+// FormatCost says an amount of US dollars with the precision a session's
+// spend needs: cents from a dollar up, four decimals below.
+func FormatCost(usd float64) string {
+	if usd >= 1 {
+		return fmt.Sprintf("$%.2f", usd)
+	}
+	return fmt.Sprintf("$%.4f", usd)
+}
+
 // Status is what /status shows on every front door: the permission
 // level, then the sandbox, profile, model, context usage, effort,
-// thinking, compactions, instructions and tokens (a sub-agent's spend
-// included). It reads the log and spends nothing.
+// thinking, compactions, instructions, tokens and cost (a sub-agent's
+// spend included). It reads the log and spends nothing.
 func (s *Session) Status() string {
 	hs := s
 	prof := hs.Profile()
@@ -55,6 +64,14 @@ func (s *Session) Status() string {
 	fmt.Fprintf(&b, "Tokens: %d input, %d output, %d cache read, %d cache write", all.InputTokens, all.OutputTokens, all.CacheReadTokens, all.CacheWriteTokens)
 	if sub != (model.Usage{}) {
 		fmt.Fprintf(&b, "\nOf which sub-agents: %d input, %d output, %d cache read, %d cache write", sub.InputTokens, sub.OutputTokens, sub.CacheReadTokens, sub.CacheWriteTokens)
+	}
+	switch {
+	case all.Cost > 0 && sub.Cost > 0:
+		fmt.Fprintf(&b, "\nCost: %s estimated, of which sub-agents %s", FormatCost(all.Cost), FormatCost(sub.Cost))
+	case all.Cost > 0:
+		fmt.Fprintf(&b, "\nCost: %s estimated", FormatCost(all.Cost))
+	case all != (model.Usage{}):
+		fmt.Fprintf(&b, "\nCost: unknown (no price for the model; a [models.\"ID\"] table in the config sets one)")
 	}
 	return b.String()
 }

@@ -13,7 +13,7 @@ import (
 // /status on every front door: the level first, the instruction files
 // the prompt loaded, and the tokens the log records; no model call.
 func TestStatus(t *testing.T) {
-	f := newFixture(t, `[{"text":"hello","usage":{"input_tokens":12,"output_tokens":5}}]`)
+	f := newFixture(t, `[{"text":"hello","usage":{"input_tokens":12,"output_tokens":5,"cost":0.25}}]`)
 	h := f.host(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("Be brief.\n"), 0o600); err != nil {
@@ -30,7 +30,7 @@ func TestStatus(t *testing.T) {
 	if !strings.HasPrefix(got, "Permission: read\n") {
 		t.Errorf("status does not open with the level:\n%s", got)
 	}
-	for _, want := range []string{"Profile: test", "Compactions: 0", "Instructions: " + filepath.Join(dir, "AGENTS.md"), "Tokens: 12 input, 5 output"} {
+	for _, want := range []string{"Profile: test", "Compactions: 0", "Instructions: " + filepath.Join(dir, "AGENTS.md"), "Tokens: 12 input, 5 output", "Cost: $0.2500 estimated"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status lacks %q:\n%s", want, got)
 		}

@@ -72,6 +72,7 @@ func (m *screen) event(ev agent.Event) tea.Cmd {
 		m.snapshotPlan()
 		m.commit(direction(m.st, ev.Notice, m.width)...)
 	case agent.Usage:
+		m.turnCost = ev.Turn.Cost
 		if ev.Window > 0 {
 			m.ctxPercent = ev.ContextTokens * 100 / ev.Window
 		}
@@ -138,6 +139,7 @@ func (m *screen) turnStarted(ev agent.TurnStarted) {
 
 func (m *screen) turnEnded(res agent.Result) tea.Cmd {
 	m.endReply()
+	m.spent, m.turnCost = spent(m.sess.Rows()), 0
 	for _, c := range m.calls {
 		c.status = session.StatusCanceled
 		c.took = m.now().Sub(c.started)
@@ -348,3 +350,18 @@ func prettyArgs(req permission.Request) string {
 }
 
 func isBusy(err error) bool { return errors.Is(err, agent.ErrBusy) }
+
+// spent adds up what the log says the session cost: its model calls and
+// its sub-agents'.
+func spent(rows []session.Row) float64 {
+	var usd float64
+	for _, r := range rows {
+		switch en := r.Entry.(type) {
+		case session.AssistantMessage:
+			usd += en.Usage.Cost
+		case session.ToolResult:
+			usd += en.Usage.Cost
+		}
+	}
+	return usd
+}

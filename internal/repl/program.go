@@ -64,6 +64,7 @@ func (m *screen) hold(s Session) {
 	m.release()
 	m.sess = s
 	m.plan = currentPlan(s)
+	m.spent, m.turnCost = spent(s.Rows()), 0
 	sid := s.ID()
 	send := m.send
 	m.unsub = s.Subscribe(func(ev agent.Event) { send(eventMsg{sid: sid, ev: ev}) })

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/plan"
 	"meka.dev/meka/session"
 )
@@ -337,13 +338,16 @@ func approvalOptions(tool string) []option {
 	}
 }
 
-// statusLine is the bottom line: level, profile, context gauge, what is
+// statusLine is the bottom line: level, profile, context gauge, cost, what is
 // running, and the keys that matter now. Below 40 columns only its left
 // half is kept.
 func statusLine(st styles, s status, width int) string {
 	left := []string{s.level, s.profile}
 	if s.ctxPercent >= 0 {
 		left = append(left, fmt.Sprintf("%d%% ctx", s.ctxPercent))
+	}
+	if s.cost > 0 {
+		left = append(left, host.FormatCost(s.cost))
 	}
 	if s.note != "" {
 		left = append(left, s.note)
@@ -368,7 +372,8 @@ func statusLine(st styles, s status, width int) string {
 // status is what the status line shows.
 type status struct {
 	level, profile string
-	ctxPercent     int // -1 when unknown
+	ctxPercent     int     // -1 when unknown
+	cost           float64 // the session's spend in US dollars, 0 when unknown
 	note           string
 	busy           bool
 	elapsed        time.Duration

@@ -126,6 +126,8 @@ type screen struct {
 	plan       plan.Changed
 	planDirty  bool
 	ctxPercent int
+	spent      float64 // the session's cost before this turn, sub-agents included
+	turnCost   float64 // this turn's so far
 
 	steers []string // sent mid-turn, not yet delivered
 	queued []string // to send once the turn ends
@@ -391,7 +393,7 @@ func (m *screen) answer(ans answer) {
 
 func (m *screen) status() status {
 	s := status{level: m.sess.Level().String(), profile: m.sess.ProfileName(), ctxPercent: m.ctxPercent,
-		note: m.note, busy: m.busy, quitArmed: !m.quitAt.IsZero() && m.now().Sub(m.quitAt) < quitWindow}
+		cost: m.spent + m.turnCost, note: m.note, busy: m.busy, quitArmed: !m.quitAt.IsZero() && m.now().Sub(m.quitAt) < quitWindow}
 	if m.busy {
 		s.elapsed = m.now().Sub(m.turnStart)
 	}

@@ -645,3 +645,31 @@ func TestElicitationInTheComposer(t *testing.T) {
 		t.Fatalf("submitting %q", h.m.submitting)
 	}
 }
+
+// The status line carries the session's cost: what the log held when the
+// session was taken up, sub-agents included, then the live turn's.
+func TestStatusLineCost(t *testing.T) {
+	f := newFake()
+	f.rows = []session.Row{
+		{Turn: 1, Entry: session.AssistantMessage{Usage: model.Usage{Cost: 0.5}}},
+		{Turn: 1, Entry: session.ToolResult{Name: "agent_run", Usage: model.Usage{Cost: 0.25}}},
+	}
+	m := newScreen(t.Context(), f, Options{Width: 100, Height: 20, Now: newClock().now})
+	m.hold(f)
+	if got := m.status().cost; got != 0.75 {
+		t.Fatalf("cost on taking the session up: %v, want 0.75", got)
+	}
+	m.Update(eventMsg{sid: f.id, ev: userTurn("x")})
+	m.Update(eventMsg{sid: f.id, ev: agent.Usage{Turn: model.Usage{Cost: 0.125}}})
+	if got := m.status().cost; got != 0.875 {
+		t.Fatalf("cost during a turn: %v, want 0.875", got)
+	}
+	if !strings.Contains(statusLine(styles{}, m.status(), 100), "$0.8750") {
+		t.Errorf("status line %q lacks the cost", statusLine(styles{}, m.status(), 100))
+	}
+	f.rows = append(f.rows, session.Row{Turn: 2, Entry: session.AssistantMessage{Usage: model.Usage{Cost: 0.125}}})
+	m.Update(eventMsg{sid: f.id, ev: ended(agent.StopEndTurn)})
+	if got := m.status().cost; got != 0.875 {
+		t.Fatalf("cost after the turn: %v, want 0.875", got)
+	}
+}

@@ -1,0 +1,73 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"meka.dev/meka/model/modeltest"
+	"meka.dev/meka/model/script"
+)
+
+// Every assistant row records what its call cost: the config's
+// [models."ID"] price over the built-in table, by the model that answered.
+func TestOneshotRecordsCost(t *testing.T) {
+	s, err := script.Parse([]byte(`{"rounds":[
+	 {"text":"One.","usage":{"input_tokens":12,"output_tokens":5}},
+	 {"text":"Two.","usage":{"input_tokens":1000000,"output_tokens":0}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	work := t.TempDir()
+	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1")
+
+	// No config: gpt-4.1 at the built-in $2 in, $8 out.
+	if _, errOut, code := run(t, work, env, "--oneshot", "first"); code != 0 {
+		t.Fatalf("oneshot: %d %s", code, errOut)
+	}
+	// A price in the config overrides the built-in row.
+	cfgDir := filepath.Join(strings.TrimPrefix(env[2], "XDG_CONFIG_HOME="), "meka")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "[profiles.p]\nprovider = \"openai\"\nbase_url = \"" + srv.URL + "/v1\"\n\n[models.\"gpt-4.1\"]\ninput_price = 3\noutput_price = 9\n"
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := run(t, work, env, "--oneshot", "second"); code != 0 {
+		t.Fatalf("oneshot with config: %d %s", code, errOut)
+	}
+
+	list, _, _ := run(t, work, env, "sessions", "list")
+	var costs []float64
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n")[1:] {
+		js, errOut, code := run(t, work, env, "sessions", "show", "--json", strings.Fields(line)[0])
+		if code != 0 {
+			t.Fatalf("show: %s", errOut)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(js), "\n") {
+			var row struct {
+				Kind  string `json:"kind"`
+				Entry struct {
+					Usage struct {
+						Cost float64 `json:"cost"`
+					} `json:"usage"`
+				} `json:"entry"`
+			}
+			if json.Unmarshal([]byte(l), &row) == nil && row.Kind == "assistant" {
+				costs = append(costs, row.Entry.Usage.Cost)
+			}
+			if row.Kind == "assistant" && !bytes.Contains([]byte(l), []byte(`"cost":`)) {
+				t.Errorf("assistant row without cost: %s", l)
+			}
+		}
+	}
+	want := map[float64]bool{(12*2 + 5*8) / 1e6: true, 3: true}
+	if len(costs) != 2 || !want[costs[0]] || !want[costs[1]] || costs[0] == costs[1] {
+		t.Fatalf("costs %v, want %v", costs, want)
+	}
+}
