@@ -51,6 +51,10 @@ func (s *server) sessionError(op string, id string, err error) error {
 		return jsonrpc.NewError(jsonrpc.InvalidParams, "unknown session "+id, map[string]string{"sessionId": id})
 	case errors.Is(err, host.ErrLevelNotEnabled):
 		return invalidParams("%v", err)
+	case errors.Is(err, host.ErrWideWorkspace):
+		var wide *host.WideWorkspaceError
+		errors.As(err, &wide)
+		return invalidParams("%v", wide)
 	case errors.Is(err, agent.ErrBusy):
 		return errBusy("")
 	case errors.Is(err, fs.ErrNotExist):

@@ -97,6 +97,9 @@ type harnessOptions struct {
 	maxBytes  int            // the profile's max_request_bytes
 	provider  model.Provider // instead of a script of rounds
 	shell     bool           // add shell_execute
+	// home and workspaceHome are host.Options.Home and WorkspaceHome.
+	home          string
+	workspaceHome bool
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -148,8 +151,10 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 			}
 			return ts, nil
 		},
-		Permissions: o.perms,
-		DataDir:     t.TempDir(),
+		Permissions:   o.perms,
+		DataDir:       t.TempDir(),
+		Home:          o.home,
+		WorkspaceHome: o.workspaceHome,
 	})
 	if err != nil {
 		t.Fatal(err)

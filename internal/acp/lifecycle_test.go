@@ -433,3 +433,44 @@ func TestProfileGone(t *testing.T) {
 		t.Errorf("a refused fork made a session: %d, then %d", len(before.Sessions), len(after.Sessions))
 	}
 }
+
+// TestWideWorkspaceRefused: session/new, load and fork refuse the home
+// directory and / at the workspace level with InvalidParams and make or
+// change nothing; under --workspace-home (host.Options.WorkspaceHome)
+// all three take them.
+func TestWideWorkspaceRefused(t *testing.T) {
+	home, _ := host.Canonical(t.TempDir())
+	for _, allowed := range []bool{false, true} {
+		h := newHarness(t, harnessOptions{home: home, workspaceHome: allowed})
+		id := h.newSession()
+		h.call("session/close", SessionIDRequest{SessionID: id}, nil)
+		for _, cwd := range []string{home, "/"} {
+			for _, method := range []string{"session/new", "session/load", "session/fork"} {
+				var params any = LoadSessionRequest{SessionID: id, Cwd: cwd}
+				if method == "session/new" {
+					params = NewSessionRequest{Cwd: cwd, McpServers: []json.RawMessage{}}
+				}
+				if allowed {
+					if err := h.client.Call(t.Context(), method, params, nil); err != nil {
+						t.Errorf("%s in %s under --workspace-home: %v", method, cwd, err)
+					}
+					continue
+				}
+				e := h.callErr(method, params)
+				if e == nil || e.Code != jsonrpc.InvalidParams || !strings.Contains(e.Message, "--workspace-home") {
+					t.Errorf("%s in %s: %+v, want InvalidParams naming --workspace-home", method, cwd, e)
+				}
+			}
+		}
+		if allowed {
+			continue
+		}
+		list, err := h.host.Store().List(t.Context(), session.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Sessions) != 1 || list.Sessions[0].Cwd != h.cwd {
+			t.Fatalf("after the refusals: %+v", list.Sessions)
+		}
+	}
+}

@@ -134,21 +134,23 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 	notices := &mcpNotices{}
 	servers := g.newMCP(cfg, log, notices)
 	h, err := host.New(host.Options{
-		Store:       db.Sessions(),
-		Profiles:    func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
-		Tools:       builtinTools(cfg, g.mekaState(dataDir), dataDir),
-		Extensions:  append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents), memoryExtension(db))...),
-		Definitions: definitions(agents),
-		Deny:        cfg.Tools.Deny,
-		Permissions: perms,
-		DataDir:     dataDir,
-		Confinement: func() string { return sandbox.Describe(cfg.Permissions.Network) },
-		MCP:         servers,
-		Prompt:      g.promptOptions(cfg),
-		Projects:    projectNames(db),
-		Memories:    memoryList(db),
-		Now:         g.now,
-		Logger:      log,
+		Store:         db.Sessions(),
+		Profiles:      func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
+		Tools:         builtinTools(cfg, g.mekaState(dataDir), dataDir),
+		Extensions:    append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents), memoryExtension(db))...),
+		Definitions:   definitions(agents),
+		Deny:          cfg.Tools.Deny,
+		Permissions:   perms,
+		DataDir:       dataDir,
+		Home:          g.getenv("HOME"),
+		WorkspaceHome: g.workspaceHome,
+		Confinement:   func() string { return sandbox.Describe(cfg.Permissions.Network) },
+		MCP:           servers,
+		Prompt:        g.promptOptions(cfg),
+		Projects:      projectNames(db),
+		Memories:      memoryList(db),
+		Now:           g.now,
+		Logger:        log,
 	})
 	if err != nil {
 		db.Close()

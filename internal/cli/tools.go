@@ -171,14 +171,7 @@ func (g *globals) checkWorkspaceHome(level permission.Level) error {
 	if err != nil {
 		return nil // the session's own check reports a bad directory
 	}
-	what := ""
-	if c == "/" {
-		what = "the root directory"
-	} else if home := g.getenv("HOME"); home != "" {
-		if h, err := sandbox.Canonical(home); err == nil && h == c {
-			what = "your home directory"
-		}
-	}
+	what := host.WideWorkspace(c, g.getenv("HOME"))
 	if what == "" {
 		return nil
 	}

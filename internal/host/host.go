@@ -134,6 +134,11 @@ type Options struct {
 	Permissions Permissions
 	// DataDir holds per-session scratch directories.
 	DataDir string
+	// Home is the user's home directory: like /, it is refused as the
+	// workspace of a session at the workspace level (ErrWideWorkspace)
+	// unless WorkspaceHome is set (--workspace-home).
+	Home          string
+	WorkspaceHome bool
 	// Limits for every engine; zero values mean the engine's defaults.
 	MaxTurns, MaxToolCalls int
 	// System, when set, replaces the built-in system prompt's preamble.
@@ -267,6 +272,9 @@ func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
 	if !h.opts.Permissions.Offers(level) {
 		return nil, fmt.Errorf("create session: %w: %s", ErrLevelNotEnabled, level)
 	}
+	if err := h.checkWorkspace(cwd, level); err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
 	if err := h.checkProject(ctx, o.Project); err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
@@ -311,6 +319,11 @@ func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Se
 	meta, err := h.opts.Store.Get(ctx, idOrPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
+	}
+	if ws.Cwd != "" {
+		if err := h.checkWorkspace(ws.Cwd, h.recordedLevel(meta.Permission)); err != nil {
+			return nil, fmt.Errorf("open session %s: %w", meta.ID, err)
+		}
 	}
 	// One opening per session at a time: a second caller waits for the
 	// first and shares its session rather than racing it for the lock.
@@ -400,6 +413,13 @@ func (h *Host) ForkIn(ctx context.Context, idOrPrefix string, throughTurn int64,
 	}
 	if meta.ParentID != "" {
 		return nil, fmt.Errorf("fork session %s: %w", meta.ID, ErrSubAgent)
+	}
+	cwd := meta.Cwd
+	if ws.Cwd != "" {
+		cwd = ws.Cwd
+	}
+	if err := h.checkWorkspace(cwd, h.recordedLevel(meta.Permission)); err != nil {
+		return nil, fmt.Errorf("fork session %s: %w", meta.ID, err)
 	}
 	forked, err := h.opts.Store.Fork(ctx, meta.ID, throughTurn)
 	if err != nil {

@@ -273,6 +273,9 @@ func (s *Session) SetLevel(ctx context.Context, l permission.Level) error {
 	if !s.h.opts.Permissions.Offers(l) {
 		return fmt.Errorf("set level: %w: %s", ErrLevelNotEnabled, l)
 	}
+	if err := s.h.checkWorkspace(s.Meta().Cwd, l); err != nil {
+		return fmt.Errorf("set level: %w", err)
+	}
 	if err := s.updateMeta(ctx, func(m *session.Meta) error { m.Permission = l.String(); return nil }); err != nil {
 		return fmt.Errorf("set level: %w", err)
 	}
@@ -294,6 +297,9 @@ func (s *Session) Update(ctx context.Context, edit func(m *session.Meta)) error 
 			c, err := Canonical(m.Cwd)
 			if err != nil {
 				return fmt.Errorf("cwd: %w", err)
+			}
+			if err := s.h.checkWorkspace(c, s.Level()); err != nil {
+				return err
 			}
 			m.Cwd = c
 		}

@@ -29,6 +29,8 @@ func errStatus(err error) (status int, code, title string) {
 		return http.StatusUnprocessableEntity, "project-unknown", "No such project"
 	case errors.Is(err, host.ErrLevelNotEnabled):
 		return http.StatusUnprocessableEntity, "level-not-enabled", "The permission level is not enabled"
+	case errors.Is(err, host.ErrWideWorkspace):
+		return http.StatusUnprocessableEntity, "workspace-too-wide", "The root or home directory cannot be a session's workspace"
 	case errors.Is(err, errSubAgent):
 		return http.StatusUnprocessableEntity, "subagent-session", "A sub-agent's session is driven through its parent"
 	}
