@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"meka.dev/meka/internal/acp/jsonrpc"
 	"meka.dev/meka/internal/host"
@@ -76,8 +77,9 @@ type harness struct {
 	cancel    context.CancelFunc
 	done      chan error
 
-	mu      sync.Mutex // guards the fields below
-	wire    []string   // every message the server wrote, in order
+	mu      sync.Mutex    // guards the fields below
+	wire    []string      // every message the server wrote, in order
+	wrote   chan struct{} // closed at the next message the server writes
 	updates []SessionNotification
 	asked   []RequestPermissionRequest
 	answer  func(RequestPermissionRequest) RequestPermissionResponse
@@ -330,6 +332,10 @@ type recorder struct {
 func (r recorder) Write(p []byte) (int, error) {
 	r.h.mu.Lock()
 	r.h.wire = append(r.h.wire, string(p))
+	if r.h.wrote != nil {
+		close(r.h.wrote)
+		r.h.wrote = nil
+	}
 	r.h.mu.Unlock()
 	return r.w.Write(p)
 }
@@ -372,6 +378,35 @@ func (h *harness) clearWire() {
 func (h *harness) sync() {
 	h.t.Helper()
 	h.call("session/list", ListSessionsRequest{}, nil)
+}
+
+// awaitWire returns the first message the server wrote from index from
+// on that match accepts, waiting for it (bounded: a message that never
+// comes fails the test instead of hanging it).
+func (h *harness) awaitWire(from int, match func(string) bool) string {
+	h.t.Helper()
+	bound := time.NewTimer(time.Minute)
+	defer bound.Stop()
+	for {
+		h.mu.Lock()
+		for _, l := range h.wire[from:] {
+			if match(l) {
+				h.mu.Unlock()
+				return l
+			}
+		}
+		from = len(h.wire)
+		if h.wrote == nil {
+			h.wrote = make(chan struct{})
+		}
+		wrote := h.wrote
+		h.mu.Unlock()
+		select {
+		case <-wrote:
+		case <-bound.C:
+			h.t.Fatalf("no message the test waits for came within a minute")
+		}
+	}
 }
 
 // raw writes lines straight to the server and returns the next response

@@ -89,15 +89,10 @@ func TestHugeLine(t *testing.T) {
 	if _, err := io.Copy(h.rawW, r); err != nil {
 		t.Fatal(err)
 	}
-	h.sync()
-	h.mu.Lock()
-	var got string
-	for _, l := range h.wire[before:] {
-		if strings.Contains(l, `"id":"big"`) {
-			got = l
-		}
-	}
-	h.mu.Unlock()
+	// The answer to a line that is not served as a request is written on
+	// its own goroutine, in no order with the answers to later lines: wait
+	// for it by its id rather than behind another call.
+	got := h.awaitWire(before, func(l string) bool { return strings.Contains(l, `"id":"big"`) })
 	if !strings.Contains(got, `"code":-32600`) {
 		t.Fatalf("the oversize line was answered %q", got)
 	}

@@ -184,12 +184,7 @@ func (s *server) settle(first bool) {
 // setState records a state and tells Notify when it changed.
 func (s *server) setState(st State, err error, text string) {
 	s.mu.Lock()
-	changed := s.state != st
-	s.state, s.err = st, err
-	if s.moved != nil {
-		close(s.moved)
-		s.moved = nil
-	}
+	changed := s.moveLocked(st, err)
 	s.mu.Unlock()
 	if changed {
 		sev := SeverityWarning
@@ -198,6 +193,18 @@ func (s *server) setState(st State, err error, text string) {
 		}
 		s.m.notify(s.cfg.Name, sev, text)
 	}
+}
+
+// moveLocked records a state, wakes the calls waiting for one and
+// reports whether it changed; s.mu is held.
+func (s *server) moveLocked(st State, err error) bool {
+	changed := s.state != st
+	s.state, s.err = st, err
+	if s.moved != nil {
+		close(s.moved)
+		s.moved = nil
+	}
+	return changed
 }
 
 // connect starts the server (stdio) or reaches it (HTTP), initializes
@@ -241,10 +248,16 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		_ = cs.Wait()
 		close(c.done)
 	}()
+	// The tools, the connection and the state are published together, so
+	// nothing can offer or call a tool of a server /mcp still shows as
+	// starting; the tool set moves only after that.
 	s.mu.Lock()
 	s.conn, s.tools, s.prompts, s.listed = c, tools, prompts, true
+	changed := s.moveLocked(StateConnected, nil)
 	s.mu.Unlock()
-	s.setState(StateConnected, nil, fmt.Sprintf("MCP server %s connected", s.cfg.Name))
+	if changed {
+		s.m.notify(s.cfg.Name, SeverityInfo, fmt.Sprintf("MCP server %s connected", s.cfg.Name))
+	}
 	s.m.rebuild()
 	return c, nil
 }

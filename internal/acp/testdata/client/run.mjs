@@ -578,16 +578,10 @@ const scenarios = {
     await init(ctx, { elicitation: { form: {} } });
     const { sessionId: id } = await ctx.request(acp.methods.agent.session.new, { cwd: ws,
       mcpServers: [{ name: "a", command: "a", args: [], env: [] }, { name: "b", command: "b", args: [], env: [] }] });
-    let before = transcript.length;
-    const r0 = await prompt(ctx, id, "/mcp");
-    check(r0.stopReason === "end_turn", "/mcp turn");
-    const report = textOf(updatesOf(id, before).filter((u) => u.sessionUpdate === "agent_message_chunk"));
-    check(/- t: connected, \d+ tools, 1 prompt(\n|$)/.test(report) && report.includes("- dead: failed (see meka's log)"), `/mcp ${JSON.stringify(report)}`);
-    check(!report.includes("nonexistent"), `/mcp tells why a server failed: ${JSON.stringify(report)}`);
-    const notices = of(state, id, "notice").map((n) => n.title);
-    check(notices.some((t) => t.startsWith("Ignored 2 MCP servers sent by the editor")), `mcpServers notice: ${JSON.stringify(notices)}`);
     const r = await prompt(ctx, id, "ask me");
     check(r.stopReason === "end_turn", `turn ${JSON.stringify(r)}`);
+    const notices = of(state, id, "notice").map((n) => n.title);
+    check(notices.some((t) => t.startsWith("Ignored 2 MCP servers sent by the editor")), `mcpServers notice: ${JSON.stringify(notices)}`);
     check(state.elicited.length === 1, `elicited ${state.elicited.length} times`);
     const el = state.elicited[0];
     check(el?.sessionId === id && el.mode === "form" && el.message === "What is your name?" && el.requestedSchema?.properties?.name, `elicitation ${JSON.stringify(el)}`);
@@ -595,6 +589,15 @@ const scenarios = {
     check(titles.includes("mcp__t__ask form"), `tool titles ${JSON.stringify(titles)}`);
     const declined = of(state, id, "notice").map((n) => n.title);
     check(declined.some((t) => t.startsWith("Declined a request for input (url) from MCP server t")), `url notice: ${JSON.stringify(declined)}`);
+    // After a turn that used t's tools, /mcp shows it connected: a turn
+    // waits for the servers' first start, and a server's tools are never
+    // offered before its state says connected.
+    const before = transcript.length;
+    const r0 = await prompt(ctx, id, "/mcp");
+    check(r0.stopReason === "end_turn", "/mcp turn");
+    const report = textOf(updatesOf(id, before).filter((u) => u.sessionUpdate === "agent_message_chunk"));
+    check(/- t: connected, \d+ tools, 1 prompt(\n|$)/.test(report) && report.includes("- dead: failed (see meka's log)"), `/mcp ${JSON.stringify(report)}`);
+    check(!report.includes("nonexistent"), `/mcp tells why a server failed: ${JSON.stringify(report)}`);
   },
 
   // Projects and memories: a new session is on no project; memory_write's
