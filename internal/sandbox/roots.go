@@ -136,8 +136,6 @@ func collapse(dirs, stronger []string) []string {
 	return out
 }
 
-// within reports whether p is dir or lies under it. Both are clean and
-// absolute.
 // Within reports whether the clean path p is dir or lies inside it.
 func Within(p, dir string) bool {
 	if p == dir {

@@ -244,3 +244,51 @@ func TestProtected(t *testing.T) {
 		t.Errorf("Resolve(.gitignore) = %v", err)
 	}
 }
+
+// A directory whose name only begins with a root's is not inside it: a
+// prefix test without the separator would let <base>/ws-evil pass for
+// <base>/ws.
+func TestWithinNeedsASeparator(t *testing.T) {
+	tests := []struct {
+		p, dir string
+		want   bool
+	}{
+		{"/a/ws", "/a/ws", true},
+		{"/a/ws/x", "/a/ws", true},
+		{"/a/ws-evil", "/a/ws", false},
+		{"/a/ws-evil/x", "/a/ws", false},
+		{"/a/wsx", "/a/ws", false},
+		{"/a", "/a/ws", false},
+		{"/a/ws", "/", true},
+		{"/", "/", true},
+	}
+	for _, tt := range tests {
+		if got := Within(tt.p, tt.dir); got != tt.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", tt.p, tt.dir, got, tt.want)
+		}
+	}
+
+	w := newWorkspace(t)
+	evil := w.ws + "-evil"
+	mustMkdir(t, evil)
+	mustWrite(t, evil+"/secret.txt", "secret\n")
+	for _, write := range []bool{false, true} {
+		got, err := w.roots.Resolve(evil+"/secret.txt", "", write)
+		var ee *EscapeError
+		if !errors.As(err, &ee) || ee.Reason != ReasonOutside {
+			t.Errorf("Resolve(sibling %s, write=%v) = %q, %v; want refused as outside", evil, write, got, err)
+		}
+	}
+	if w.roots.Contains(evil, false) {
+		t.Errorf("Contains(%s) = true: a sibling with the root's name as prefix counts as inside", evil)
+	}
+	// NewRoots keeps a sibling root that shares the prefix: it is not
+	// under the cwd.
+	r, err := NewRoots(w.ws, []string{evil}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Writable(), []string{w.ws, evil}; !slices.Equal(got, want) {
+		t.Errorf("Writable() = %q, want %q", got, want)
+	}
+}

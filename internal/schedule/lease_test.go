@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"meka.dev/meka/internal/schedule"
@@ -381,28 +382,42 @@ func TestCancelDuringGateWins(t *testing.T) {
 	}
 }
 
+// Run sweeps at once and then every PollInterval. In a synctest bubble
+// the ticker runs on the fake clock, so a Run that stops sweeping fails
+// after a minute of fake time instead of hanging the test binary.
 func TestRunSweepsEveryPollInterval(t *testing.T) {
-	e := newEnv(t, func(o *schedule.Options) { o.PollInterval = 5 * time.Millisecond; o.Now = time.Now })
-	sid := e.session(permission.Read)
-	e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindEvery, Spec: "1ms", Interval: time.Millisecond, NextAt: time.Now()})
-	fired := make(chan struct{}, 10)
-	e.firer.fire = func(context.Context, string, schedule.Firing) (bool, error) {
-		select {
-		case fired <- struct{}{}:
-		default:
+	synctest.Test(t, func(t *testing.T) {
+		const poll = time.Second
+		e := newEnv(t, func(o *schedule.Options) { o.PollInterval = poll; o.Now = time.Now })
+		sid := e.session(permission.Read)
+		start := time.Now()
+		e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindEvery, Spec: "1s", Interval: time.Second, NextAt: start})
+		fired := make(chan time.Time, 10)
+		e.firer.fire = func(context.Context, string, schedule.Firing) (bool, error) {
+			select {
+			case fired <- time.Now():
+			default:
+			}
+			return true, nil
 		}
-		return true, nil
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error)
-	go func() { done <- e.sched.Run(ctx) }()
-	for range 3 {
-		<-fired
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run: %v", err)
-	}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- e.sched.Run(ctx) }()
+		for i := range 3 {
+			select {
+			case at := <-fired:
+				if want := start.Add(time.Duration(i) * poll); !at.Equal(want) {
+					t.Errorf("sweep %d fired at %v, want %v", i+1, at.Sub(start), want.Sub(start))
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("no turn fired for a minute after %d", i)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }
 
 // The sweep order is what the store says: most overdue first.

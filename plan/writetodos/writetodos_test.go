@@ -324,3 +324,36 @@ func TestRefusalBounded(t *testing.T) {
 		t.Fatal(out)
 	}
 }
+
+// A list holds at most MaxItems items: a call that would make it longer
+// is refused whole, naming the first item past the cap, and the list
+// stays as it was.
+func TestListCappedAtMaxItems(t *testing.T) {
+	todos := func(n int) string {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = fmt.Sprintf(`{"content":"item %d","status":"pending"}`, i+1)
+		}
+		return `{"todos":[` + strings.Join(items, ",") + `]}`
+	}
+	s := newSim(t)
+	out, ok := s.call(todos(writetodos.MaxItems + 1))
+	want := fmt.Sprintf("todos[%d] would be item %d; a list holds at most %d items", writetodos.MaxItems, writetodos.MaxItems+1, writetodos.MaxItems)
+	if ok || !strings.HasPrefix(out, want) {
+		t.Fatalf("a list of %d: ok %v:\n%.300s", writetodos.MaxItems+1, ok, out)
+	}
+	if n := len(s.p.Todos()); n != 0 {
+		t.Fatalf("the refused call stored %d items", n)
+	}
+	if out, ok := s.call(todos(writetodos.MaxItems)); !ok {
+		t.Fatalf("a list of %d refused: %.300s", writetodos.MaxItems, out)
+	}
+	// Appending to a full list is refused the same way.
+	out, ok = s.call(todos(writetodos.MaxItems + 1))
+	if ok || !strings.HasPrefix(out, want) {
+		t.Fatalf("appending to a full list: ok %v:\n%.300s", ok, out)
+	}
+	if n := len(s.p.Todos()); n != writetodos.MaxItems {
+		t.Fatalf("after the refused append the list has %d items, want %d", n, writetodos.MaxItems)
+	}
+}

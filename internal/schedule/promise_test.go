@@ -1,0 +1,116 @@
+package schedule_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/permission"
+)
+
+// A command gate runs unconfined, so it needs a job created at the
+// unrestricted level: one recorded at any lower level never runs its
+// command and never fires, whatever the session's level is now.
+func TestCommandGateNeedsAJobCreatedUnrestricted(t *testing.T) {
+	for _, tc := range []struct {
+		recorded permission.Level
+		fires    bool
+	}{
+		{permission.Read, false},
+		{permission.Workspace, false},
+		{permission.Unrestricted, true},
+	} {
+		t.Run(tc.recorded.String(), func(t *testing.T) {
+			e := newEnv(t, nil)
+			sid := e.session(permission.Unrestricted)
+			j := e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindOnce, NextAt: t0, Level: tc.recorded.String(),
+				Gate: `{"check":{"command":"touch gate-ran"},"when":"succeeded"}`})
+			reason := e.sched.NotFiring(j, permission.Unrestricted)
+			res := e.sweep(t0)
+			_, err := os.Stat(filepath.Join(e.cwd, "gate-ran"))
+			ran := err == nil
+			if fired := len(e.firer.take()) == 1; fired != tc.fires || ran != tc.fires || res.Fired != boolInt(tc.fires) {
+				t.Fatalf("created at %s: fired %v, gate ran %v (%+v); want both %v\n%s", tc.recorded, fired, ran, res, tc.fires, e.log)
+			}
+			want := ""
+			if !tc.fires {
+				want = fmt.Sprintf("its command gate needs the unrestricted level and the job was created at the %s level", tc.recorded)
+				if res.Withheld != 1 {
+					t.Errorf("sweep %+v, want it withheld", res)
+				}
+			}
+			if reason != want {
+				t.Errorf("NotFiring = %q, want %q", reason, want)
+			}
+			if v := schedule.Withheld(j, permission.Unrestricted, nil, true); v.Reason != want || !v.Known {
+				t.Errorf("Withheld = %+v, want reason %q", v, want)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A job reached late in a sweep, after earlier turns used up half its
+// claim, has its lease renewed before it fires: its turn gets a whole
+// lease, and a job canceled meanwhile is not fired.
+func TestLateFireInASweepRenewsTheLease(t *testing.T) {
+	const turn = 40 * time.Minute // more than half the default hour's lease
+	setup := func(t *testing.T) (*env, string, schedule.Job, schedule.Job) {
+		e := newEnv(t, nil)
+		sid := e.session(permission.Read)
+		first := e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindOnce, NextAt: t0.Add(-time.Minute), Prompt: "first"})
+		second := e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindOnce, NextAt: t0, Prompt: "second"})
+		return e, sid, first, second
+	}
+	t.Run("renewed", func(t *testing.T) {
+		e, _, first, second := setup(t)
+		var leaseAtFire time.Time
+		e.firer.fire = func(_ context.Context, _ string, f schedule.Firing) (bool, error) {
+			switch f.JobID {
+			case first.ID:
+				e.clock.Add(turn)
+			case second.ID:
+				j, _ := e.job(second.ID)
+				leaseAtFire = j.LeaseUntil
+			}
+			return true, nil
+		}
+		if res := e.sweep(t0); res.Fired != 2 {
+			t.Fatalf("sweep %+v\n%s", res, e.log)
+		}
+		if want := t0.Add(turn + schedule.DefaultClaimLease); !leaseAtFire.Equal(want) {
+			t.Errorf("the late job fired with its lease until %v, want %v (a whole lease from when it fired)", leaseAtFire, want)
+		}
+	})
+	t.Run("canceled meanwhile", func(t *testing.T) {
+		e, sid, first, second := setup(t)
+		e.firer.fire = func(_ context.Context, _ string, f schedule.Firing) (bool, error) {
+			if f.JobID == first.ID {
+				e.clock.Add(turn)
+				if res := e.call(schedule.CancelToolName, sid, permission.Read, fmt.Sprintf(`{"id": %q}`, second.ID)); res.IsError {
+					t.Errorf("cancel: %s", text(res))
+				}
+			}
+			return true, nil
+		}
+		res := e.sweep(t0)
+		fired := e.firer.take()
+		if res.Fired != 1 || res.Lost != 1 || len(fired) != 1 || !strings.HasPrefix(fired[0].Text(), "first") {
+			t.Fatalf("sweep %+v fired %d turns; want only the first, the canceled one lost\n%s", res, len(fired), e.log)
+		}
+		if _, ok := e.job(second.ID); ok {
+			t.Error("the canceled job came back")
+		}
+	})
+}
