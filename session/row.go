@@ -73,6 +73,9 @@ type SystemPrompt struct {
 	Cwd   string   `json:"cwd"`
 	Roots []string `json:"roots,omitempty"`
 	Day   string   `json:"day,omitempty"`
+	// Client is what a front door's client added (ACP's systemPrompt),
+	// the end of Text; a prompt built afresh keeps it.
+	Client string `json:"client,omitempty"`
 }
 
 // AssistantMessage is one model response: text, thinking and tool calls.

@@ -173,7 +173,9 @@ var scenarios = []scenario{
 	// $OUTSIDE is a directory outside the workspace.
 	{name: "outside", level: "workspace", extra: "approvals = true\n", rounds: `[
 		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "$OUTSIDE/out.txt", "content": "outside\n"}}]}, {"text": "0"},
-		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "$OUTSIDE/denied.txt", "content": "no\n"}}]}, {"text": "1"}]`},
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "$OUTSIDE/denied.txt", "content": "no\n"}}]}, {"text": "1"},
+		{"tool_calls": [{"id": "r", "name": "file_read", "arguments": {"path": "$OUTSIDE/secret.txt"}}]}, {"text": "2"},
+		{"tool_calls": [{"id": "r", "name": "file_read", "arguments": {"path": "$OUTSIDE/secret.txt"}}]}, {"text": "3"}]`},
 	{name: "cancelprompt", level: "unrestricted", rounds: `[
 		{"tool_calls": [{"id": "s1", "name": "shell_execute", "arguments": {"command": "setsid sleep 3 & sleep 30"}}]},
 		{"text": "after the stop"}]`},

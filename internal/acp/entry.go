@@ -44,11 +44,22 @@ type entry struct {
 	compacting  string
 	// files serves the session's files through the client, when it can.
 	files *editorFiles
+	// messages are the ids of the messages being streamed, by chunk tag;
+	// msgN numbers them, under msgToken, unique to the entry.
+	messages map[string]string
+	msgN     int
+	msgToken string
+	// cost is what the session's model calls have cost, in US dollars,
+	// as far as their prices are known.
+	cost float64
 }
 
 func newEntry(s *server, hs *host.Session, fresh bool) *entry {
-	e := &entry{s: s, id: hs.ID(), calls: make(map[string]*callState)}
+	e := &entry{s: s, id: hs.ID(), calls: make(map[string]*callState), messages: make(map[string]string)}
 	e.ids = newIDAllocator(fresh)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	e.msgToken = hex.EncodeToString(b[:])
 	return e
 }
 
@@ -62,17 +73,23 @@ func (e *entry) attach(hs *host.Session) {
 		e.hs.SetAsker(nil)
 		e.hs.SetElicitor(nil)
 		e.hs.SetFiles(nil)
+		e.hs.SetFilesDiverge(false)
 	}
 	e.hs = hs
+	e.cost = recordedCost(hs)
 	e.unsub = hs.Subscribe(e.onEvent)
 	hs.SetAsker(e)
 	hs.SetElicitor(e)
 	caps := e.s.caps()
 	// Both capabilities or neither: with reads alone the edit would be
-	// computed from a buffer and land on disk.
-	if caps.FS.ReadTextFile && caps.FS.WriteTextFile {
+	// computed from a buffer and land on disk. Such a client's buffers
+	// then differ from what is written, which the write says.
+	switch {
+	case caps.FS.ReadTextFile && caps.FS.WriteTextFile:
 		e.files = &editorFiles{s: e.s, sessionID: e.id}
 		hs.SetFiles(e.files)
+	case caps.FS.ReadTextFile:
+		hs.SetFilesDiverge(true)
 	}
 }
 
@@ -88,6 +105,7 @@ func (e *entry) detach() {
 	e.hs.SetAsker(nil)
 	e.hs.SetElicitor(nil)
 	e.hs.SetFiles(nil)
+	e.hs.SetFilesDiverge(false)
 }
 
 func (e *entry) session() *host.Session {
@@ -130,8 +148,8 @@ func (e *entry) announce(ctx context.Context, titled bool) {
 			e.s.notify(ctx, e.id, e.notice(n))
 		}
 	}
-	if u, ok := recordedUsage(hs); ok {
-		e.s.notify(ctx, e.id, u)
+	if used, size, ok := recordedUsage(hs); ok {
+		e.s.notify(ctx, e.id, e.usageUpdate(used, size))
 	}
 	if titled {
 		if t := hs.Meta().Title; t != "" {
@@ -144,18 +162,29 @@ func (e *entry) announce(ctx context.Context, titled bool) {
 }
 
 // recordedUsage is the gauge as the session's last reply left it.
-func recordedUsage(hs *host.Session) (UsageUpdate, bool) {
-	size := hs.Profile().ContextWindow
+func recordedUsage(hs *host.Session) (used, size int, ok bool) {
+	size = hs.Profile().ContextWindow
 	if size <= 0 {
-		return UsageUpdate{}, false
+		return 0, 0, false
 	}
 	rows := hs.Engine().Rows()
 	for i := len(rows) - 1; i >= 0; i-- {
 		if a, ok := rows[i].Entry.(session.AssistantMessage); ok {
-			return UsageUpdate{Used: a.Usage.Context(), Size: size}, true
+			return a.Usage.Context(), size, true
 		}
 	}
-	return UsageUpdate{Used: 0, Size: size}, true
+	return 0, size, true
+}
+
+// recordedCost is what the replies the session's log records cost.
+func recordedCost(hs *host.Session) float64 {
+	total := 0.0
+	for _, r := range hs.Engine().Rows() {
+		if a, ok := r.Entry.(session.AssistantMessage); ok {
+			total += a.Usage.Cost
+		}
+	}
+	return total
 }
 
 // idAllocator gives tool calls their ids in the client's thread: the

@@ -19,7 +19,10 @@ type editorFiles struct {
 	sessionID string
 }
 
-var _ host.Files = (*editorFiles)(nil)
+var (
+	_ host.Files     = (*editorFiles)(nil)
+	_ host.LineFiles = (*editorFiles)(nil)
+)
 
 // callCtx detaches a request from the turn: a cancel does not cut short
 // an fs/* request in progress, which could leave a buffer half-written;
@@ -33,6 +36,18 @@ func (f *editorFiles) ReadFile(ctx context.Context, path string) ([]byte, error)
 	defer cancel()
 	var resp ReadTextFileResponse
 	err := f.s.conn.Call(c, "fs/read_text_file", ReadTextFileRequest{SessionID: f.sessionID, Path: path}, &resp)
+	if err != nil {
+		return nil, fsError("read", path, err)
+	}
+	return []byte(resp.Content), nil
+}
+
+// ReadFileLines asks the client for limit lines from line.
+func (f *editorFiles) ReadFileLines(ctx context.Context, path string, line, limit int) ([]byte, error) {
+	c, cancel := f.callCtx()
+	defer cancel()
+	var resp ReadTextFileResponse
+	err := f.s.conn.Call(c, "fs/read_text_file", ReadTextFileRequest{SessionID: f.sessionID, Path: path, Line: &line, Limit: &limit}, &resp)
 	if err != nil {
 		return nil, fsError("read", path, err)
 	}

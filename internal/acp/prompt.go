@@ -66,14 +66,18 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 	}()
 	hs.Touch()
 
+	// Bounded before anything is decoded or copied, and again once images
+	// are converted (a converted image may be larger than it came).
+	limit := hs.Profile().RequestLimit()
+	if n := blocksSize(p.Prompt); n > limit {
+		return nil, tooLarge(n, limit)
+	}
 	parts, err := promptParts(p.Prompt, hs.Profile().Vision)
 	if err != nil {
 		return nil, err
 	}
-	if limit := hs.Profile().MaxRequestBytes; limit > 0 {
-		if n := partsSize(parts); n > limit {
-			return nil, invalidParams("the prompt is %d bytes, over this profile's max_request_bytes of %d: attach less, or link files instead of embedding them", n, limit)
-		}
+	if n := partsSize(parts); n > limit {
+		return nil, tooLarge(n, limit)
 	}
 	// The palette is refreshed at the top of every prompt.
 	s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: commands(hs)})
@@ -245,6 +249,23 @@ func lastSegment(uri string) string {
 
 func escapeAttr(s string) string {
 	return strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;").Replace(s)
+}
+
+func tooLarge(n, limit int) error {
+	return invalidParams("the prompt is %d bytes, over this profile's max_request_bytes of %d: attach less, or link files instead of embedding them", n, limit)
+}
+
+// blocksSize is the bytes a prompt's blocks would add to a request, as
+// sent: text, embedded text and images decoded.
+func blocksSize(blocks []ContentBlock) int {
+	n := 0
+	for _, b := range blocks {
+		n += len(b.Text) + base64.StdEncoding.DecodedLen(len(b.Data))
+		if b.Resource != nil && b.Resource.Text != nil {
+			n += len(*b.Resource.Text) + len(b.Resource.URI)
+		}
+	}
+	return n
 }
 
 // partsSize is the bytes a prompt adds to a request: its text, embedded

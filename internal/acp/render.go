@@ -41,16 +41,19 @@ func (e *entry) onEvent(ev agent.Event) {
 	case agent.TurnStarted:
 		e.turnStarted(ev, send)
 	case agent.TextChunk:
-		send(ContentChunk{Tag: TagAgentMessage, Content: TextBlock(ev.Text)})
+		send(e.chunk(TagAgentMessage, TextBlock(ev.Text)))
 	case agent.ThoughtChunk:
-		send(ContentChunk{Tag: TagAgentThought, Content: TextBlock(ev.Text)})
+		send(e.chunk(TagAgentThought, TextBlock(ev.Text)))
 	case agent.UserMessage:
 		if ev.Message.Source == session.SourceSteer {
+			e.endMessage()
 			for _, b := range userBlocks(ev.Message.Parts) {
-				send(ContentChunk{Tag: TagUserMessage, Content: b})
+				send(e.chunk(TagUserMessage, b))
 			}
+			e.endMessage()
 		}
 	case agent.ToolCallStarted:
+		e.endMessage()
 		send(e.callStarted(ev))
 	case agent.ToolCallOutput:
 		if u, ok := e.callOutput(ev); ok {
@@ -69,8 +72,11 @@ func (e *entry) onEvent(ev agent.Event) {
 	case agent.Notice:
 		send(e.notice(ev.Notice))
 	case agent.Usage:
+		// A provider round ended: its reply was one message.
+		e.endMessage()
+		e.spent(ev.Round.Cost)
 		if ev.Window > 0 {
-			send(UsageUpdate{Used: ev.ContextTokens, Size: ev.Window})
+			send(e.usageUpdate(ev.ContextTokens, ev.Window))
 		}
 	case agent.CompactionStarted:
 		send(e.compactionStarted())
@@ -79,6 +85,7 @@ func (e *entry) onEvent(ev agent.Event) {
 			send(u)
 		}
 	case agent.Compacted:
+		e.spent(ev.Usage.Cost)
 		for _, u := range e.compaction(ev.Summary, true) {
 			send(u)
 		}
@@ -87,7 +94,49 @@ func (e *entry) onEvent(ev agent.Event) {
 	}
 }
 
+// spent adds a model call's cost to the session's.
+func (e *entry) spent(usd float64) {
+	e.mu.Lock()
+	e.cost += usd
+	e.mu.Unlock()
+}
+
+// usageUpdate is the gauge, with what the session has cost so far when
+// the model's prices are known.
+func (e *entry) usageUpdate(used, size int) UsageUpdate {
+	u := UsageUpdate{Used: used, Size: size}
+	e.mu.Lock()
+	if e.cost > 0 {
+		u.Cost = &Cost{Amount: e.cost, Currency: "USD"}
+	}
+	e.mu.Unlock()
+	return u
+}
+
+// chunk is a content chunk of the message being streamed under tag: a
+// message runs until endMessage, and each tag is a message of its own.
+func (e *entry) chunk(tag string, b ContentBlock) ContentChunk {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := e.messages[tag]
+	if id == "" {
+		e.msgN++
+		id = fmt.Sprintf("msg_%s_%d", e.msgToken, e.msgN)
+		e.messages[tag] = id
+	}
+	return ContentChunk{Tag: tag, Content: b, MessageID: id}
+}
+
+// endMessage ends the messages being streamed: the next chunk starts a
+// new one.
+func (e *entry) endMessage() {
+	e.mu.Lock()
+	clear(e.messages)
+	e.mu.Unlock()
+}
+
 func (e *entry) turnStarted(ev agent.TurnStarted, send func(SessionUpdate)) {
+	e.endMessage()
 	e.mu.Lock()
 	clear(e.calls)
 	titled := e.titled
@@ -105,8 +154,9 @@ func (e *entry) turnStarted(ev agent.TurnStarted, send func(SessionUpdate)) {
 	case session.SourceSchedule:
 		// The transcript shows what triggered a scheduled turn.
 		for _, b := range userBlocks(ev.Input.Parts) {
-			send(ContentChunk{Tag: TagUserMessage, Content: b})
+			send(e.chunk(TagUserMessage, b))
 		}
+		e.endMessage()
 	}
 }
 
@@ -167,7 +217,7 @@ func (e *entry) callStarted(ev agent.ToolCallStarted) ToolCall {
 	e.calls[ev.CallID] = cs
 	cwd := e.hs.Meta().Cwd
 	e.mu.Unlock()
-	tc := ToolCall{ToolCallID: cs.id, Title: ev.Title, Kind: kindOf(ev.Kind), Status: "in_progress",
+	tc := ToolCall{ToolCallID: cs.id, Title: ev.Title, Name: ev.Name, Kind: kindOf(ev.Kind), Status: "in_progress",
 		Locations: locations(ev.Locations), RawInput: rawJSON(ev.Arguments)}
 	if tc.Title == "" {
 		tc.Title = ev.Name
@@ -371,7 +421,7 @@ func (e *entry) notice(n session.Notice) SessionUpdate {
 		return u
 	}
 	if len(tasks) > 0 {
-		return ContentChunk{Tag: TagAgentMessage, Content: TextBlock("(" + n.Title + ")\n")}
+		return ContentChunk{Tag: TagAgentMessage, Content: TextBlock("(" + n.Title + ")\n"), MessageID: e.noticeID()}
 	}
 	prefix := "[meka] "
 	if n.Severity == session.SeverityWarning || n.Severity == session.SeverityError {
@@ -381,7 +431,16 @@ func (e *entry) notice(n session.Notice) SessionUpdate {
 	if n.Description != "" {
 		text += "\n" + n.Description
 	}
-	return ContentChunk{Tag: TagAgentMessage, Content: TextBlock(text + "\n")}
+	return ContentChunk{Tag: TagAgentMessage, Content: TextBlock(text + "\n"), MessageID: e.noticeID()}
+}
+
+// noticeID is the message id of a notice said as a chunk: a message of
+// its own, between the messages around it.
+func (e *entry) noticeID() string {
+	e.endMessage()
+	id := e.chunk(TagAgentMessage, ContentBlock{}).MessageID
+	e.endMessage()
+	return id
 }
 
 // reportedTasks returns the session's background tasks a stage direction

@@ -233,6 +233,8 @@ func (s *server) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return handle(ctx, s, req, (*server).listSessions)
 	case "session/close":
 		return handle(ctx, s, req, (*server).closeSession)
+	case "session/delete":
+		return handle(ctx, s, req, (*server).deleteSession)
 	case "session/prompt":
 		var p PromptRequest
 		if err := decodeParams(req.Params, &p); err != nil {
@@ -317,7 +319,8 @@ func (s *server) initialize(ctx context.Context, p *InitializeRequest) (*Initial
 			LoadSession:        true,
 			PromptCapabilities: PromptCapabilities{Image: s.opts.Vision, EmbeddedContext: true},
 			SessionCapabilities: SessionCapabilities{
-				List: empty, Resume: empty, Fork: empty, Close: empty, AdditionalDirectories: empty,
+				List: empty, Resume: empty, Fork: empty, Close: empty, Delete: empty, AdditionalDirectories: empty,
+				SystemPrompt: empty,
 			},
 		},
 		AuthMethods: []json.RawMessage{},

@@ -2,8 +2,10 @@ package acp
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"meka.dev/meka/internal/acp/jsonrpc"
@@ -46,7 +48,15 @@ func (s *server) newSession(ctx context.Context, p *NewSessionRequest) (*NewSess
 	if n := len(p.McpServers); n > 0 {
 		s.log.Warn("acp: mcpServers ignored: meka's MCP servers come from config.toml", "dropped", n)
 	}
-	hs, err := s.host.Create(ctx, host.CreateOptions{Cwd: cwd, AdditionalDirs: dirs, Profile: s.opts.DefaultProfile})
+	added, err := systemPrompt(p.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
+	o := host.CreateOptions{Cwd: cwd, AdditionalDirs: dirs, Profile: s.opts.DefaultProfile}
+	if added != nil {
+		o.SystemPrompt = *added
+	}
+	hs, err := s.host.Create(ctx, o)
 	if err != nil {
 		return nil, s.sessionError("create session", "", err)
 	}
@@ -64,6 +74,10 @@ func (s *server) newSession(ctx context.Context, p *NewSessionRequest) (*NewSess
 // opened.
 func (s *server) open(ctx context.Context, op string, p *LoadSessionRequest) (*host.Session, error) {
 	cwd, dirs, err := checkDirs(p.Cwd, p.AdditionalDirectories)
+	if err != nil {
+		return nil, err
+	}
+	added, err := systemPrompt(p.SystemPrompt)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +99,7 @@ func (s *server) open(ctx context.Context, op string, p *LoadSessionRequest) (*h
 	}
 	// The client's workspace wins, replacing (not merging) the roots, once
 	// the session has opened: a refused load writes nothing.
-	hs, err := s.host.OpenIn(ctx, meta.ID, host.Workspace{Cwd: cwd, AdditionalDirs: dirs})
+	hs, err := s.host.OpenIn(ctx, meta.ID, host.Workspace{Cwd: cwd, AdditionalDirs: dirs, SystemPrompt: added})
 	if err != nil {
 		return nil, s.sessionError(op, meta.ID, err)
 	}
@@ -127,6 +141,10 @@ func (s *server) forkSession(ctx context.Context, p *LoadSessionRequest) (*NewSe
 	if err != nil {
 		return nil, err
 	}
+	added, err := systemPrompt(p.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
 	h := s.host
 	meta, err := h.Store().Get(ctx, p.SessionID)
 	if err != nil {
@@ -150,7 +168,7 @@ func (s *server) forkSession(ctx context.Context, p *LoadSessionRequest) (*NewSe
 		}
 		defer func() { _ = h.CloseSession(context.WithoutCancel(ctx), meta.ID) }()
 	}
-	hs, err := h.ForkIn(ctx, meta.ID, -1, host.Workspace{Cwd: cwd, AdditionalDirs: dirs})
+	hs, err := h.ForkIn(ctx, meta.ID, -1, host.Workspace{Cwd: cwd, AdditionalDirs: dirs, SystemPrompt: added})
 	if err != nil {
 		return nil, s.sessionError("fork session", meta.ID, err)
 	}
@@ -222,6 +240,66 @@ func (s *server) closeSession(ctx context.Context, p *SessionIDRequest) (struct{
 		return struct{}{}, s.sessionError("close session", e.id, err)
 	}
 	return struct{}{}, nil
+}
+
+// deleteSession removes a stored session, its log with it. One this
+// connection or another process has open is refused: close it first. A
+// session that does not exist is gone already, which the protocol counts
+// as success.
+func (s *server) deleteSession(ctx context.Context, p *SessionIDRequest) (struct{}, error) {
+	if p.SessionID == "" {
+		return struct{}{}, invalidParams("sessionId is required")
+	}
+	meta, err := s.host.Store().Get(ctx, p.SessionID)
+	if errors.Is(err, session.ErrNotFound) {
+		return struct{}{}, nil
+	}
+	if err != nil {
+		return struct{}{}, s.sessionError("delete session", p.SessionID, err)
+	}
+	if meta.ParentID != "" {
+		return struct{}{}, invalidParams("session %s is a sub-agent's session: it goes when its parent %s is deleted", meta.ID, meta.ParentID)
+	}
+	err = s.host.Delete(ctx, meta.ID)
+	var held *session.HeldError
+	switch {
+	case errors.As(err, &held):
+		return struct{}{}, invalidParams("session %s is open in another meka process (%s): close it there first", meta.ID, held.Holder)
+	case errors.Is(err, host.ErrSessionHeld):
+		return struct{}{}, invalidParams("session %s is open: close it (session/close) before deleting it", meta.ID)
+	case errors.Is(err, session.ErrNotFound):
+		return struct{}{}, nil
+	case err != nil:
+		return struct{}{}, s.sessionError("delete session", meta.ID, err)
+	}
+	s.mu.Lock()
+	delete(s.swept, meta.ID)
+	s.mu.Unlock()
+	return struct{}{}, nil
+}
+
+// systemPrompt reads a request's systemPrompt: nil when absent, else the
+// text to append. Only the append mode is advertised, and text blocks
+// only; anything else is refused before the session is touched.
+func systemPrompt(sp *SystemPrompt) (*string, error) {
+	if sp == nil {
+		return nil, nil
+	}
+	if sp.Mode != "append" {
+		return nil, invalidParams("systemPrompt.mode %q is not supported: meka appends to its own instructions (mode \"append\")", sp.Mode)
+	}
+	if len(sp.Content) == 0 {
+		return nil, invalidParams("systemPrompt.content is empty")
+	}
+	var parts []string
+	for i, b := range sp.Content {
+		if b.Type != "text" {
+			return nil, invalidParams("systemPrompt.content[%d] is %q: only text blocks are supported", i, b.Type)
+		}
+		parts = append(parts, b.Text)
+	}
+	text := strings.Join(parts, "\n\n")
+	return &text, nil
 }
 
 // lookup returns the connection's entry for a session, nil if it has none.

@@ -37,7 +37,11 @@ type ClientCapabilities struct {
 	Terminal    bool                       `json:"terminal,omitempty"`
 	Session     *ClientSessionCapabilities `json:"session,omitempty"`
 	Elicitation *ElicitationCapabilities   `json:"elicitation,omitempty"`
-	Meta        Meta                       `json:"_meta,omitempty"`
+	// Subagents: the client shows a sub-agent as a child session of its
+	// own (subagent_update); Plan: it renders plan_update/plan_removed.
+	Subagents *Empty `json:"subagents,omitempty"`
+	Plan      *Empty `json:"plan,omitempty"`
+	Meta      Meta   `json:"_meta,omitempty"`
 }
 
 // FileSystemCapabilities say which fs/* requests the client serves.
@@ -106,8 +110,18 @@ type SessionCapabilities struct {
 	Resume                *Empty `json:"resume,omitempty"`
 	Fork                  *Empty `json:"fork,omitempty"`
 	Close                 *Empty `json:"close,omitempty"`
+	Delete                *Empty `json:"delete,omitempty"`
 	AdditionalDirectories *Empty `json:"additionalDirectories,omitempty"`
-	Meta                  Meta   `json:"_meta,omitempty"`
+	// SystemPrompt {} is the append mode alone.
+	SystemPrompt *Empty `json:"systemPrompt,omitempty"`
+	Meta         Meta   `json:"_meta,omitempty"`
+}
+
+// SystemPrompt is a client's system-level instructions for a session.
+type SystemPrompt struct {
+	Mode    string         `json:"mode"`
+	Content []ContentBlock `json:"content"`
+	Meta    Meta           `json:"_meta,omitempty"`
 }
 
 // NewSessionRequest is session/new.
@@ -115,6 +129,7 @@ type NewSessionRequest struct {
 	Cwd                   string            `json:"cwd"`
 	AdditionalDirectories []string          `json:"additionalDirectories,omitempty"`
 	McpServers            []json.RawMessage `json:"mcpServers"`
+	SystemPrompt          *SystemPrompt     `json:"systemPrompt,omitempty"`
 	Meta                  Meta              `json:"_meta,omitempty"`
 }
 
@@ -133,6 +148,7 @@ type LoadSessionRequest struct {
 	Cwd                   string            `json:"cwd"`
 	AdditionalDirectories []string          `json:"additionalDirectories,omitempty"`
 	McpServers            []json.RawMessage `json:"mcpServers,omitempty"`
+	SystemPrompt          *SystemPrompt     `json:"systemPrompt,omitempty"`
 	Meta                  Meta              `json:"_meta,omitempty"`
 }
 

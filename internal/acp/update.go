@@ -30,6 +30,7 @@ const (
 type ToolCall struct {
 	ToolCallID string             `json:"toolCallId"`
 	Title      string             `json:"title"`
+	Name       string             `json:"name,omitempty"`
 	Kind       string             `json:"kind,omitempty"`
 	Status     string             `json:"status,omitempty"`
 	Content    []ToolCallContent  `json:"content,omitempty"`
@@ -86,9 +87,17 @@ type SessionInfoUpdate struct {
 
 // UsageUpdate says how full the context window is.
 type UsageUpdate struct {
-	Used int  `json:"used"`
-	Size int  `json:"size"`
-	Meta Meta `json:"_meta,omitempty"`
+	Used int   `json:"used"`
+	Size int   `json:"size"`
+	Cost *Cost `json:"cost,omitempty"`
+	Meta Meta  `json:"_meta,omitempty"`
+}
+
+// Cost is what the session has spent so far.
+type Cost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+	Meta     Meta    `json:"_meta,omitempty"`
 }
 
 // NoticeUpdate is an advisory shown outside the transcript.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -26,11 +25,21 @@ type Files interface {
 	WriteFile(ctx context.Context, path string, data []byte) error
 }
 
+// LineFiles is a Files that can also read part of a file: limit lines
+// from line (1-based), as an editor serves a range of its buffer.
+type LineFiles interface {
+	ReadFileLines(ctx context.Context, path string, line, limit int) ([]byte, error)
+}
+
 // ErrNotServed is the error a Files returns for a path it does not serve.
 var ErrNotServed = errors.New("the front door does not serve this path")
 
 // diskNote is said in the result of a write a front door did not serve.
 const diskNote = "The editor does not serve this file, so it was written on disk: the change is not in the editor's buffer or its undo history."
+
+// divergeNote is said in the result of a write made on disk for a front
+// door whose client reads files for itself but leaves writing to meka.
+const divergeNote = "The editor does not take writes from meka, so this was written on disk: an open editor buffer of this file now differs from it until the editor reloads the file."
 
 // sessionFiles is the fstool.FS a session's file tools read and write
 // through: the front door's Files once one is attached, else the disk. It
@@ -41,8 +50,11 @@ type sessionFiles struct {
 	// is created through the front door.
 	roots func() []string
 
-	mu    sync.Mutex // guards files
+	mu    sync.Mutex // guards files and diverges
 	files Files
+	// diverges says the front door's client holds buffers of files but
+	// leaves writing them to meka (SetFilesDiverge).
+	diverges bool
 	// parent, a sub-agent's parent's, serves when nothing is attached
 	// here: a sub-agent reads and writes through its parent's front door.
 	parent *sessionFiles
@@ -51,6 +63,7 @@ type sessionFiles struct {
 var (
 	_ fstool.Router   = (*sessionFiles)(nil)
 	_ fstool.Confined = (*sessionFiles)(nil)
+	_ fstool.Ranger   = (*sessionFiles)(nil)
 )
 
 func (s *sessionFiles) attached() Files {
@@ -69,6 +82,26 @@ func (s *Session) SetFiles(f Files) {
 	s.files.mu.Lock()
 	s.files.files = f
 	s.files.mu.Unlock()
+}
+
+// SetFilesDiverge says whether the front door's client holds buffers of
+// the session's files that meka cannot write (an editor that serves reads
+// but not writes). The file tools then read and write the disk, where an
+// edit is computed from what lands, and a write's result says the
+// editor's buffer now differs.
+func (s *Session) SetFilesDiverge(on bool) {
+	s.files.mu.Lock()
+	s.files.diverges = on
+	s.files.mu.Unlock()
+}
+
+func (s *sessionFiles) divergent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files == nil && !s.diverges && s.parent != nil {
+		return s.parent.divergent()
+	}
+	return s.diverges
 }
 
 func (s *sessionFiles) ReadFile(ctx context.Context, path string) ([]byte, error) {
@@ -102,12 +135,40 @@ func (s *sessionFiles) WriteFileIn(ctx context.Context, path string, data []byte
 	return fstool.Disk{}.WriteFileIn(ctx, path, data, roots)
 }
 
+// ReadLines implements fstool.Ranger: a range is read through a front
+// door that serves ranges, and the path; anything else is read whole.
+func (s *sessionFiles) ReadLines(ctx context.Context, path string, line, limit int, roots *sandbox.Roots) ([]byte, bool, error) {
+	lf, ok := s.attached().(LineFiles)
+	if !ok {
+		return nil, false, nil
+	}
+	if roots != nil {
+		canon, err := roots.Resolve(path, "", false)
+		if err != nil {
+			return nil, false, err
+		}
+		path = canon
+	}
+	data, err := lf.ReadFileLines(ctx, path, line, limit)
+	if errors.Is(err, ErrNotServed) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
 // Route implements fstool.Router.
 func (s *sessionFiles) Route(ctx context.Context, path string) ([]byte, fstool.Route, error) {
 	f := s.attached()
 	if f == nil {
 		data, err := fstool.Disk{}.ReadFile(ctx, path)
-		return data, fstool.Route{FS: fstool.Disk{}}, err
+		r := fstool.Route{FS: fstool.Disk{}}
+		if s.divergent() {
+			r.Note = divergeNote
+		}
+		return data, r, err
 	}
 	return s.route(ctx, f, path)
 }
@@ -132,12 +193,9 @@ func (s *sessionFiles) route(ctx context.Context, f Files, path string) ([]byte,
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fstool.Route{FS: frontDoorFS{f}}, err
 	}
-	// A front door may answer a file that exists nowhere with an error of
-	// its own; one the disk does not have either is a new file, written
-	// through the front door.
-	if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
-		return nil, fstool.Route{FS: frontDoorFS{f}}, fs.ErrNotExist
-	}
+	// Any other answer may come from a client that holds unsaved changes
+	// of the file: the call fails rather than route around it, even for a
+	// file the disk does not have, which the client may still be creating.
 	return nil, fstool.Route{}, err
 }
 

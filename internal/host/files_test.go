@@ -101,18 +101,15 @@ func TestFilesRouteByRead(t *testing.T) {
 		t.Fatalf("a file the editor does not serve is written through %T", r.FS)
 	}
 
-	// Another error fails the call for a file on disk, and means a new
-	// file for one that is nowhere.
+	// Another error fails the call, for a file on disk and for one that
+	// is nowhere alike: the client may hold unsaved work either way.
 	ed.fail = errors.New("internal error")
 	if _, _, err := router.Route(t.Context(), onDisk); err == nil || errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("an editor error on an existing file: %v", err)
 	}
 	_, r, err = router.Route(t.Context(), filepath.Join(dir, "new.txt"))
-	if !errors.Is(err, fs.ErrNotExist) || r.FS == nil {
+	if err == nil || errors.Is(err, fs.ErrNotExist) || r.FS != nil {
 		t.Fatalf("an editor error on a new file: %+v %v", r, err)
-	}
-	if _, ok := r.FS.(fstool.Disk); ok {
-		t.Fatal("a new file the editor may create went to the disk")
 	}
 
 	s.SetFiles(nil)
@@ -325,5 +322,30 @@ func TestTitleAndUpdate(t *testing.T) {
 	again, err := h.Reopen(t.Context(), s.ID())
 	if err != nil || again == s || again.Meta().Profile != "other" {
 		t.Fatalf("reopen: %v", err)
+	}
+}
+
+// A front door whose client reads files but leaves writing to meka: the
+// tools read and write the disk, and a write's result says the editor's
+// buffer now differs.
+func TestFilesDivergeNote(t *testing.T) {
+	f := newFixture(t, `[]`)
+	s, files := filesOf(t, f)
+	router := files.(fstool.Router)
+	p := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(p, []byte("disk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.SetFilesDiverge(true)
+	data, r, err := router.Route(t.Context(), p)
+	if err != nil || string(data) != "disk\n" || !strings.Contains(r.Note, "buffer of this file now differs") {
+		t.Fatalf("diverging: %q %+v %v", data, r, err)
+	}
+	if _, ok := r.FS.(fstool.Disk); !ok {
+		t.Fatalf("written through %T", r.FS)
+	}
+	s.SetFilesDiverge(false)
+	if _, r, _ := router.Route(t.Context(), p); r.Note != "" {
+		t.Fatalf("note after the client left: %q", r.Note)
 	}
 }

@@ -38,9 +38,22 @@ type Profile struct {
 	ContextWindow   int
 	MaxOutputTokens int
 	// MaxRequestBytes bounds what one prompt may add to a request; 0 means
-	// no bound.
+	// DefaultMaxRequestBytes (RequestLimit).
 	MaxRequestBytes int
 	Vision          bool
+}
+
+// DefaultMaxRequestBytes bounds a prompt when the profile sets no bound: a
+// front door refuses a larger one rather than holding it, and every copy
+// a turn makes of it, in memory.
+const DefaultMaxRequestBytes = 8 << 20
+
+// RequestLimit is the most one prompt may add to a request.
+func (p Profile) RequestLimit() int {
+	if p.MaxRequestBytes > 0 {
+		return p.MaxRequestBytes
+	}
+	return DefaultMaxRequestBytes
 }
 
 // Permissions is the [permissions] policy.
@@ -246,6 +259,9 @@ type CreateOptions struct {
 	// Permission is the starting level; nil means the policy's default.
 	Permission *permission.Level
 	ParentID   string
+	// SystemPrompt is a front door's client's addition to the system
+	// prompt, appended to meka's own and recorded with it.
+	SystemPrompt string
 }
 
 // ErrLevelNotEnabled is returned for a level [permissions] does not offer.
@@ -289,7 +305,11 @@ func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
-	return h.Open(ctx, meta.ID)
+	ws := Workspace{}
+	if o.SystemPrompt != "" {
+		ws.SystemPrompt = &o.SystemPrompt
+	}
+	return h.OpenIn(ctx, meta.ID, ws)
 }
 
 // Workspace is where a front door wants a session to work: a non-empty Cwd
@@ -298,10 +318,22 @@ func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
 type Workspace struct {
 	Cwd            string
 	AdditionalDirs []string
+	// SystemPrompt, when set, replaces the client's addition to the
+	// system prompt the session recorded ("" removes it); nil keeps it.
+	SystemPrompt *string
 }
 
-// holds reports whether a session described by m already works in ws.
-func (ws Workspace) holds(m session.Meta) bool {
+// holds reports whether a session described by m, with the client's
+// addition added, already works in ws.
+func (ws Workspace) holds(m session.Meta, added string) bool {
+	if ws.SystemPrompt != nil && *ws.SystemPrompt != added {
+		return false
+	}
+	return ws.dirsHeld(m)
+}
+
+// dirsHeld reports whether m already records ws's directories.
+func (ws Workspace) dirsHeld(m session.Meta) bool {
 	return ws.Cwd == "" || (m.Cwd == ws.Cwd && slices.Equal(m.AdditionalDirs, ws.AdditionalDirs))
 }
 
@@ -331,7 +363,7 @@ func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Se
 		h.mu.Lock()
 		if s, ok := h.open[meta.ID]; ok {
 			h.mu.Unlock()
-			if ws.holds(s.Meta()) {
+			if ws.holds(s.Meta(), s.prompt.Client) {
 				return s, nil
 			}
 			if s.Busy() {
@@ -367,14 +399,14 @@ func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Se
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
-	if !ws.holds(meta) {
+	if !ws.dirsHeld(meta) {
 		meta.Cwd, meta.AdditionalDirs = ws.Cwd, ws.AdditionalDirs
 		if err := h.opts.Store.Update(ctx, meta); err != nil {
 			_ = lock.Release(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("open session %s: record its workspace: %w", meta.ID, err)
 		}
 	}
-	s, err := h.load(ctx, meta, lock)
+	s, err := h.load(ctx, meta, lock, ws.SystemPrompt)
 	if err != nil {
 		_ = lock.Release(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open session %s: %w", meta.ID, err)
@@ -436,6 +468,65 @@ func (h *Host) Reopen(ctx context.Context, id string) (*Session, error) {
 		return nil, fmt.Errorf("reopen session: %w", err)
 	}
 	return h.Open(ctx, id)
+}
+
+// ErrSessionHeld is returned for a session that cannot be deleted
+// because it is open: here, or in another process (then the error also
+// matches session.ErrHeld).
+var ErrSessionHeld = errors.New("session is open")
+
+// Delete removes a stored session nobody holds: its row, its log, its
+// sub-agents' sessions and its private directory. It takes the session's
+// lock first, so a session another process has open is refused, as is one
+// open here; a session that does not exist matches session.ErrNotFound.
+func (h *Host) Delete(ctx context.Context, id string) error {
+	meta, err := h.opts.Store.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	h.mu.Lock()
+	_, open := h.open[meta.ID]
+	_, opening := h.opening[meta.ID]
+	h.mu.Unlock()
+	if open || opening {
+		return fmt.Errorf("delete session %s: %w here; close it first", meta.ID, ErrSessionHeld)
+	}
+	lock, err := h.opts.Store.Lock(ctx, meta.ID, h.opts.Holder)
+	if err != nil {
+		if errors.Is(err, session.ErrHeld) {
+			return fmt.Errorf("delete session %s: %w: %w", meta.ID, ErrSessionHeld, err)
+		}
+		return fmt.Errorf("delete session %s: %w", meta.ID, err)
+	}
+	// The store drops the lock with the row; releasing it after is moot.
+	defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
+	dirs := []string{meta.ID}
+	for cursor := ""; ; {
+		page, err := h.opts.Store.List(ctx, session.ListOptions{Parent: meta.ID, Cursor: cursor, Limit: 200})
+		if err != nil {
+			return fmt.Errorf("delete session %s: list its sub-agents: %w", meta.ID, err)
+		}
+		for _, c := range page.Sessions {
+			dirs = append(dirs, c.ID)
+		}
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	if err := h.opts.Store.Delete(ctx, meta.ID); err != nil {
+		return fmt.Errorf("delete session %s: %w", meta.ID, err)
+	}
+	if h.opts.DataDir == "" {
+		return nil
+	}
+	var errs []error
+	for _, id := range dirs {
+		errs = append(errs, os.RemoveAll(filepath.Join(h.opts.DataDir, "sessions", id)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete session %s: its directory: %w", meta.ID, err)
+	}
+	return nil
 }
 
 // Get returns an open session.

@@ -116,19 +116,25 @@ func recordedPrompt(rows []session.Row) (session.SystemPrompt, bool) {
 // with: the recorded one while it still describes the session (same
 // directories, same day, no reload asked), else a fresh one, recorded
 // with notices for skills that were skipped; extra (a sub-agent's
-// framing) is part of what is recorded. rows is returned with what was
-// appended.
-func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permission.Level, prof Profile, rows []session.Row, fresh bool, list []skills.Skill, problems []skills.Problem, extra string) (session.SystemPrompt, []session.Row, error) {
+// framing) is part of what is recorded. The client's addition is the
+// recorded one, or added when set; a changed addition builds a fresh
+// prompt. rows is returned with what was appended.
+func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permission.Level, prof Profile, rows []session.Row, fresh bool, list []skills.Skill, problems []skills.Problem, extra string, added *string) (session.SystemPrompt, []session.Row, error) {
 	loc := h.opts.Prompt.Location
 	if loc == nil {
 		loc = time.Local
 	}
 	day := h.opts.Now().In(loc).Format(time.DateOnly)
-	if rec, ok := recordedPrompt(rows); ok && !fresh && rec.Cwd == meta.Cwd && slices.Equal(rec.Roots, meta.AdditionalDirs) && rec.Day == day {
+	rec, ok := recordedPrompt(rows)
+	client := rec.Client
+	if added != nil {
+		client = *added
+	}
+	if ok && !fresh && rec.Cwd == meta.Cwd && slices.Equal(rec.Roots, meta.AdditionalDirs) && rec.Day == day && rec.Client == client {
 		return rec, rows, nil
 	}
 	p := h.buildPrompt(ctx, meta, prof, level, list)
-	rec := session.SystemPrompt{Text: p.Text + extra, Cwd: meta.Cwd, Roots: meta.AdditionalDirs, Day: p.Day}
+	rec = session.SystemPrompt{Text: p.Text + extra + clientSection(client), Client: client, Cwd: meta.Cwd, Roots: meta.AdditionalDirs, Day: p.Day}
 	for _, f := range p.Files {
 		rec.Files = append(rec.Files, f.String())
 	}
@@ -143,6 +149,19 @@ func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permi
 	}
 	return rec, append(rows, stored...), nil
 }
+
+// clientSection is a client's addition as the end of the system prompt:
+// after meka's own instructions, at the same (system) level.
+func clientSection(client string) string {
+	if client == "" {
+		return ""
+	}
+	return "\n\n# Instructions from the client\n\n" + client
+}
+
+// ClientPrompt is the client's addition the session's system prompt
+// carries, "" for none.
+func (s *Session) ClientPrompt() string { return s.prompt.Client }
 
 func skillNotices(problems []skills.Problem) []session.Notice {
 	var out []session.Notice
@@ -281,6 +300,16 @@ func (a *attachTool) Title(args json.RawMessage) string { return tool.Title(a.To
 
 func (a *attachTool) Locations(args json.RawMessage, cwd string) []tool.Location {
 	return tool.Locations(a.Tool, args, cwd)
+}
+
+// CallLevel passes the wrapped tool's: without it, a file_read outside the
+// roots would be checked at file_read's own level and never put to the
+// user, only refused when it ran.
+func (a *attachTool) CallLevel(c tool.Call) permission.Level {
+	if cl, ok := a.Tool.(tool.CallLeveler); ok {
+		return cl.CallLevel(c)
+	}
+	return a.Tool.Spec().Level
 }
 
 // attachInstructions wraps the tools that attach subdirectory

@@ -78,7 +78,7 @@ var ErrClosed = errors.New("session is closed")
 // ErrCanceled is the cause given to a turn canceled by Cancel.
 var ErrCanceled = errors.New("turn canceled")
 
-func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (_ *Session, err error) {
+func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock, added *string) (_ *Session, err error) {
 	prof, err := h.opts.Profiles(meta.Profile)
 	if err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock) (
 	if s.parent != nil {
 		extraPrompt = childSystem(def) // recorded with the prompt it is part of
 	}
-	s.prompt, rows, err = h.sessionPrompt(ctx, wide, s.Level(), prof, rows, h.takeReload(meta.ID), list, problems, extraPrompt)
+	s.prompt, rows, err = h.sessionPrompt(ctx, wide, s.Level(), prof, rows, h.takeReload(meta.ID), list, problems, extraPrompt, added)
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,15 @@ func (r Route) note() string {
 	return r.Note
 }
 
+// Ranger is an FS that may serve part of a text file: limit lines from
+// line (1-based), as an editor's fs/read_text_file does, so that a read
+// of a few lines does not move the whole file. served is false when it
+// does not serve this file in ranges, and nothing was read; roots, when
+// not nil, confine the read as Confined's do.
+type Ranger interface {
+	ReadLines(ctx context.Context, path string, line, limit int, roots *sandbox.Roots) (data []byte, served bool, err error)
+}
+
 // Router is an FS that serves a file from one of several places (an
 // editor's buffer, else the local disk). file_edit and file_write call
 // Route once per call and write through the route the read took.

@@ -106,6 +106,7 @@ func (t *ReadTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if a.Line == 0 {
 		a.Line = 1
 	}
+	limitAsked := a.Limit > 0
 	if a.Limit == 0 {
 		a.Limit = DefaultReadLimit
 	}
@@ -140,6 +141,32 @@ func (t *ReadTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 		}
 	}
 
+	// A range asked for is read as a range where the FS serves one (an
+	// editor's buffer), so that only those lines travel.
+	if re == nil && (a.Line > 1 || limitAsked) {
+		if rg, ok := e.fs.(Ranger); ok {
+			roots := e.sandboxRoots(call)
+			if e.isScratch(p) {
+				roots = nil
+			}
+			data, served, err := rg.ReadLines(ctx, p, a.Line, a.Limit+1, roots)
+			if err != nil {
+				if ctx.Err() != nil {
+					return tool.Result{}, ctx.Err()
+				}
+				if errors.Is(err, fs.ErrNotExist) {
+					return tool.Errorf("file_read: %s does not exist. Find the file with file_find.", disp), nil
+				}
+				return tool.Errorf("file_read: cannot read %s: %v", disp, err), nil
+			}
+			if served {
+				if isBinary(data) {
+					return tool.Errorf("file_read: %s is a binary file (%s); file_read shows text and images only.", disp, contentType(data)), nil
+				}
+				return tool.Text(formatRange(disp, data, a.Line, a.Limit)), nil
+			}
+		}
+	}
 	data, err := e.readFile(ctx, call, e.fs, p)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -253,6 +280,41 @@ func isBinary(data []byte) bool {
 		return false
 	}
 	return !strings.HasPrefix(contentType(head), "text/")
+}
+
+// formatRange renders the lines an FS served of a range, cat -n style
+// from line start: at most limit of them (it was asked one more, to know
+// whether more remain), within readBudget bytes.
+func formatRange(disp string, data []byte, start, limit int) string {
+	text := strings.ToValidUTF8(string(data), "\uFFFD")
+	if text == "" {
+		return fmt.Sprintf("(%s has no line %d: it is empty or shorter)", disp, start)
+	}
+	var sb strings.Builder
+	n, last := start-1, 0
+	more := false
+	for line := range strings.Lines(text) {
+		n++
+		if n-start == limit {
+			more = true
+			break
+		}
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		if len(line) > maxLineChars {
+			line = cutRunes(line, maxLineChars) + fmt.Sprintf("… [line cut at %d of %d bytes]", maxLineChars, len(line))
+		}
+		row := fmt.Sprintf("%6d\t%s\n", n, line)
+		if sb.Len()+len(row) > readBudget && last > 0 {
+			more = true
+			break
+		}
+		sb.WriteString(row)
+		last = n
+	}
+	if more {
+		fmt.Fprintf(&sb, "\n(Showing lines %d-%d. Continue with line=%d.)", start, last, last+1)
+	}
+	return sb.String()
 }
 
 // formatLines renders data cat -n style from line start, at most limit

@@ -500,8 +500,17 @@ const scenarios = {
     check(state.asked[0]?.toolCall.title === `file_write ${out}/out.txt`, `request ${JSON.stringify(state.asked[0]?.toolCall)}`);
     check(existsSync(join(out, "out.txt")) && readFileSync(join(out, "out.txt"), "utf8") === "outside\n", "the approved write outside the roots did not happen");
     check(!existsSync(join(out, "denied.txt")), "the denied write happened");
+    // A read outside the roots is put to the user as the write was.
+    writeFileSync(join(out, "secret.txt"), "outside secret\n");
+    state.answers.push("allow", "reject");
+    await prompt(ctx, id, "read outside");
+    await prompt(ctx, id, "read outside again");
+    check(state.asked.length === 4, `asked ${state.asked.length} times in all`);
+    check(state.asked[2]?.toolCall.title === `file_read ${out}/secret.txt`, `read request ${JSON.stringify(state.asked[2]?.toolCall)}`);
     const statuses = of(state, id, "tool_call_update").filter((u) => u.status).map((u) => u.status);
-    check(JSON.stringify(statuses) === '["completed","failed"]', `statuses ${JSON.stringify(statuses)}`);
+    check(JSON.stringify(statuses) === '["completed","failed","completed","failed"]', `statuses ${JSON.stringify(statuses)}`);
+    const reads = of(state, id, "tool_call_update").filter((u) => u.status && JSON.stringify(u.content ?? "").includes("outside secret"));
+    check(reads.length === 1, `the allowed read's content, and only its: ${reads.length}`);
   },
 
   // What Zed does when the user types after Stop: the cancel and the next

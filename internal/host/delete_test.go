@@ -1,0 +1,110 @@
+package host_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"meka.dev/meka/internal/host"
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
+)
+
+// Delete removes a session nobody holds, its log and its directory; one
+// open here or in another process is refused and kept whole.
+func TestDeleteRefusesAHeldSession(t *testing.T) {
+	f := newFixture(t, `[{"text":"hello"}]`)
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID()
+	dir := filepath.Join(f.opts.DataDir, "sessions", id)
+	if err := h.Delete(t.Context(), id); !errors.Is(err, host.ErrSessionHeld) {
+		t.Fatalf("delete of a session open here: %v", err)
+	}
+	if err := h.CloseSession(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	// Another process takes it: refused, naming it held.
+	f.opts.Holder.Token = "two"
+	other := f.host(t)
+	if _, err := other.Open(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Delete(t.Context(), id); !errors.Is(err, host.ErrSessionHeld) || !errors.Is(err, session.ErrHeld) {
+		t.Fatalf("delete of a session another process holds: %v", err)
+	}
+	if rows, err := f.db.Sessions().Rows(t.Context(), id, 0); err != nil || len(rows) == 0 {
+		t.Fatalf("a refused delete lost the log: %d rows, %v", len(rows), err)
+	}
+	if err := other.CloseSession(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Delete(t.Context(), id); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := f.db.Sessions().Get(t.Context(), id); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("the row is still there: %v", err)
+	}
+	if _, err := f.db.Sessions().Rows(t.Context(), id, 0); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("the log is still there: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the session's directory is still there: %v", err)
+	}
+	if err := h.Delete(t.Context(), id); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("second delete: %v", err)
+	}
+}
+
+// A client's system prompt addition ends the system prompt, is recorded
+// with it and kept when the session is opened again; a different one
+// replaces it.
+func TestClientSystemPromptIsRecorded(t *testing.T) {
+	f := newFixture(t, `[{"text":"one"},{"text":"two"},{"text":"three"}]`)
+	f.opts.Now = func() time.Time { return time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC) }
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir(), SystemPrompt: "Answer in French."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	sys := f.prov.Requests()[0].System
+	if !strings.HasSuffix(sys, "Answer in French.") || !strings.Contains(sys, "# Instructions from the client") {
+		t.Fatalf("system prompt ends %q", sys[max(0, len(sys)-200):])
+	}
+	if err := h.CloseSession(t.Context(), s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	s, err = h.Open(t.Context(), s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.prov.Requests()[1].System; got != sys || s.ClientPrompt() != "Answer in French." {
+		t.Fatalf("reopened without the addition: %q", s.ClientPrompt())
+	}
+	other := "Answer in German."
+	s, err = h.OpenIn(t.Context(), s.ID(), host.Workspace{SystemPrompt: &other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "and now"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.prov.Requests()[2].System; !strings.HasSuffix(got, other) || strings.Contains(got, "French") {
+		t.Fatalf("replaced addition: ends %q", got[max(0, len(got)-200):])
+	}
+}
