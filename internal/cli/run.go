@@ -112,6 +112,20 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 		opts.Schedules = a.sched.sched
 	}
 	opts.MCP = a.host
+	// A session the first message creates: at startup, and after /clear
+	// (which keeps the directory the screen was started in).
+	newSession := func(ctx context.Context, level permission.Level) (repl.Session, error) {
+		dir, err := cwd()
+		if err != nil {
+			return nil, err
+		}
+		hs, err := a.host.Create(ctx, host.CreateOptions{Cwd: dir, Profile: g.profile, Project: g.project, Permission: &level})
+		if err != nil {
+			return nil, err
+		}
+		return repl.Hosted(a.host, hs), nil
+	}
+	opts.NewSession = newSession
 	var s repl.Session
 	if cont || resume != "" {
 		hs, err := openSession(ctx, g, a, cont, resume)
@@ -135,17 +149,7 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 		if err != nil {
 			return usageError("%v", err)
 		}
-		s = repl.Unopened(prof.Name, level, func(ctx context.Context, level permission.Level) (repl.Session, error) {
-			dir, err := cwd()
-			if err != nil {
-				return nil, err
-			}
-			hs, err := a.host.Create(ctx, host.CreateOptions{Cwd: dir, Profile: g.profile, Project: g.project, Permission: &level})
-			if err != nil {
-				return nil, err
-			}
-			return repl.Hosted(a.host, hs), nil
-		})
+		s = repl.Unopened(prof.Name, level, newSession)
 		if opts.Plain {
 			fmt.Fprintln(g.stderr, "meka: a new session starts with your first message. One line is one message; end of input ends.")
 		}

@@ -73,5 +73,6 @@ func (s *Session) Status() string {
 	case all != (model.Usage{}):
 		fmt.Fprintf(&b, "\nCost: unknown (no price for the model; a [models.\"ID\"] table in the config sets one)")
 	}
+	fmt.Fprintf(&b, "\nSession: %s in %s", hs.ID(), hs.Meta().Cwd)
 	return b.String()
 }

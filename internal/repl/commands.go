@@ -40,6 +40,9 @@ var commands = []struct {
 	{"compact", "", "summarize older turns now", false},
 	{"rewind", "", "take the last turn back; its prompt returns here", false},
 	{"fork", "", "continue in a copy of this session", false},
+	{"clear", "", "start a new session here; this one stays (meka -r ID)", false},
+	{"quit", "", "leave meka (also /exit, or Ctrl+C or Ctrl+D twice)", false},
+	{"exit", "", "leave meka", false},
 }
 
 // parseCommand reports text that is exactly a built-in command: "/name"
@@ -106,7 +109,7 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 			fmt.Fprintf(tw, "/%s %s\tMCP prompt: %s\n", p.Name, p.Hint, oneLine(p.Description))
 		}
 		tw.Flush()
-		b.WriteString("Enter sends (during a turn: steers). Shift+Enter or Alt+Enter: new line. Esc or Ctrl+C interrupts.\nTab during a turn queues the prompt for after it. Shift+Tab cycles the permission level. Ctrl+C twice quits.")
+		b.WriteString("Enter sends (during a turn: steers). Shift+Enter or Alt+Enter: new line. Esc or Ctrl+C interrupts.\nTab during a turn queues the prompt for after it. Shift+Tab cycles the permission levels up to the one the session started at. /quit, or Ctrl+C or Ctrl+D twice, quits.")
 		return strings.Split(b.String(), "\n"), nil
 	case "status":
 		return statusBlock(s), nil
@@ -118,8 +121,14 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 		if err != nil {
 			return say("%v", err), nil
 		}
-		m.setLevel(l)
-		return nil, nil
+		enabled := false
+		for _, e := range m.enabled() {
+			enabled = enabled || e == l
+		}
+		if !enabled {
+			return say("%s is not enabled ([permissions] enabled): %s", l, levelNames(m.opts.Levels)), nil
+		}
+		return m.askLevel(l), nil
 	case "plan":
 		if c := currentPlan(s); len(c.Items) > 0 || c.Total > 0 {
 			return planFull(m.st, c, w), nil
@@ -194,8 +203,109 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 		return nil, func() tea.Msg { return rewind(ctx, s, m.st, w) }
 	case "fork":
 		return nil, m.switchSession(func(ctx context.Context) (Session, error) { return s.Fork(ctx) }, "")
+	case "quit", "exit":
+		m.quitting = true
+		return nil, nil
+	case "clear":
+		return m.clear()
 	}
 	return nil, nil
+}
+
+// clear is /clear: the screen lets the session go and shows a new one,
+// created (as at startup) by the first message sent to it.
+func (m *screen) clear() ([]string, tea.Cmd) {
+	old := m.sess
+	if m.opts.NewSession == nil {
+		return wrap("This screen cannot start another session; quit and run meka.", m.width, "  "), nil
+	}
+	next := Unopened(old.ProfileName(), old.Level(), m.opts.NewSession)
+	title := "New session: it starts with your next message"
+	if old.ID() != "" {
+		title += fmt.Sprintf(". The previous one is %s: meka -r %s resumes it", shortID(old.ID()), shortID(old.ID()))
+	}
+	ctx, st, w := context.WithoutCancel(m.ctx), m.st, m.width
+	return nil, func() tea.Msg {
+		if c, ok := old.(interface{ Close(context.Context) error }); ok {
+			if err := c.Close(ctx); err != nil {
+				return doneMsg{lines: direction(st, session.Notice{Severity: session.SeverityWarning, Title: "clear: " + err.Error()}, w)}
+			}
+		}
+		return doneMsg{next: next, lines: direction(st, session.Notice{Title: title}, w)}
+	}
+}
+
+// unknownCommand reports text that looks like a slash command (/word at
+// the very start, word an identifier) but names none: no built-in, skill
+// or MCP prompt. Paths (/etc/hosts) and text after a space are prompts.
+func (m *screen) unknownCommand(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, "/")
+	if !ok {
+		return "", false
+	}
+	word, _, _ := strings.Cut(strings.ReplaceAll(rest, "\n", " "), " ")
+	if word == "" {
+		return "", false
+	}
+	for i, r := range word {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '-' || r == '_')) {
+			return "", false
+		}
+	}
+	return word, true
+}
+
+// unknownText answers an unknown /word: the nearest name, /help, and how
+// to send the text anyway.
+func (m *screen) unknownText(word string) string {
+	names := m.skillNames()
+	for _, p := range m.mcpPrompts() {
+		names = append(names, p.Name)
+	}
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	best, bestDist := "", 3
+	for _, n := range names {
+		if d := distance(strings.ToLower(word), strings.ToLower(n)); d < bestDist && d <= max(1, len(n)/3) {
+			best, bestDist = n, d
+		}
+	}
+	text := "unknown command /" + word
+	if best != "" {
+		text += " (did you mean /" + best + "?)"
+	}
+	return text + "; nothing was sent. /help lists the commands; start the line with a space to send it to the model"
+}
+
+// distance counts the edits (insert, delete, substitute, swap adjacent)
+// between two short words.
+func distance(a, b string) int {
+	if len(a) > 64 {
+		a = a[:64]
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // switchSession runs open off the screen's goroutine and holds the session

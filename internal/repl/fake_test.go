@@ -21,6 +21,7 @@ type fakeSession struct {
 	level    permission.Level
 	steered  []string
 	canceled int
+	closed   bool
 	meta     session.Meta
 	rows     []session.Row
 	sub      func(agent.Event)
@@ -121,6 +122,7 @@ func (f *fakeSession) Update(_ context.Context, edit func(*session.Meta)) error 
 }
 func (f *fakeSession) Reopen(context.Context) (Session, error) { return f, nil }
 func (f *fakeSession) Fork(context.Context) (Session, error)   { return f, nil }
+func (f *fakeSession) Close(context.Context) error             { f.closed = true; return nil }
 
 // clock is a settable time for the screen's timers.
 type clock struct {

@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -28,6 +29,10 @@ func (m *screen) key(k tea.KeyPressMsg) tea.Cmd {
 	if len(m.elicits) > 0 && m.elicitKey(keyName) {
 		return nil
 	}
+	if m.confirm != nil {
+		m.confirmKey(keyName)
+		return nil
+	}
 	m.lastKey = now
 	switch keyName {
 	case "ctrl+c":
@@ -38,12 +43,12 @@ func (m *screen) key(k tea.KeyPressMsg) tea.Cmd {
 			m.comp.remember(m.comp.value())
 			m.comp.clear()
 		default:
-			return m.armQuit(now)
+			return m.armQuit(now, keyName)
 		}
 		return nil
 	case "ctrl+d":
 		if m.comp.value() == "" && !m.busy {
-			return m.armQuit(now)
+			return m.armQuit(now, keyName)
 		}
 		m.comp.deleteForward()
 		return nil
@@ -109,12 +114,12 @@ func (m *screen) key(k tea.KeyPressMsg) tea.Cmd {
 
 // armQuit arms quitting, or quits when it was armed within the window.
 // Quitting waits for the outbox: everything committed is printed first.
-func (m *screen) armQuit(now time.Time) tea.Cmd {
+func (m *screen) armQuit(now time.Time, key string) tea.Cmd {
 	if !m.quitAt.IsZero() && now.Sub(m.quitAt) < quitWindow {
 		m.quitting = true
 		return nil
 	}
-	m.quitAt = now
+	m.quitAt, m.quitKey = now, key
 	return nil
 }
 
@@ -152,12 +157,14 @@ func (m *screen) approvalKey(name string, k tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-// cycleLevel moves to the next enabled permission level and stores it; a
-// running turn's next tool call sees it.
+// cycleLevel moves to the next enabled permission level at or below the
+// ceiling and stores it; a running turn's next tool call sees it. Going
+// above the ceiling takes /permission and a confirmation, so Shift+Tab
+// never lands on a level nobody asked for.
 func (m *screen) cycleLevel() {
-	levels := m.opts.Levels
+	levels := m.cycle()
 	if len(levels) == 0 {
-		levels = []permission.Level{permission.None, permission.Read, permission.Workspace, permission.Unrestricted}
+		return
 	}
 	cur := m.sess.Level()
 	next := levels[0]
@@ -167,7 +174,58 @@ func (m *screen) cycleLevel() {
 			break
 		}
 	}
+	if next == cur {
+		m.commit(direction(m.st, session.Notice{Title: "permission: " + cur.String() + " is the only level up to where this session started; /permission LEVEL goes higher"}, m.width)...)
+		return
+	}
 	m.setLevel(next)
+}
+
+// cycle is the enabled levels Shift+Tab visits: those at or below the
+// ceiling.
+func (m *screen) cycle() []permission.Level {
+	var out []permission.Level
+	for _, l := range m.enabled() {
+		if l <= m.ceiling {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (m *screen) enabled() []permission.Level {
+	if len(m.opts.Levels) == 0 {
+		return []permission.Level{permission.None, permission.Read, permission.Workspace, permission.Unrestricted}
+	}
+	return m.opts.Levels
+}
+
+// askLevel is /permission LEVEL: at or below the ceiling it applies; above
+// it, it waits for y.
+func (m *screen) askLevel(l permission.Level) []string {
+	if l <= m.ceiling {
+		m.setLevel(l)
+		return nil
+	}
+	m.confirm = &l
+	what := "the agent may write outside this directory"
+	if l == permission.Unrestricted {
+		what = "the agent's commands run unconfined, with your rights everywhere"
+	}
+	return wrap(fmt.Sprintf("Raise the permission to %s, above the %s this session started at? At %s %s. Press y to confirm, any other key keeps %s.",
+		l, m.ceiling, l, what, m.sess.Level()), m.width, "  ")
+}
+
+// confirmKey answers askLevel's question.
+func (m *screen) confirmKey(name string) {
+	l := *m.confirm
+	m.confirm = nil
+	if name != "y" && name != "Y" && name != "shift+y" {
+		m.commit(direction(m.st, session.Notice{Title: "permission unchanged: " + m.sess.Level().String()}, m.width)...)
+		return
+	}
+	m.ceiling = l
+	m.setLevel(l)
 }
 
 func (m *screen) setLevel(l permission.Level) {

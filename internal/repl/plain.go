@@ -96,6 +96,9 @@ func runPlain(ctx context.Context, s Session, opts Options) (Session, error) {
 			text := queue[0]
 			if name, args, ok := parseCommand(text); ok {
 				queue = queue[1:]
+				if name == "quit" || name == "exit" {
+					return s, nil
+				}
 				pr.lines(plainCommand(ctx, s, opts, name, args))
 				continue
 			}

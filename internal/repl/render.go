@@ -359,7 +359,7 @@ func statusLine(st styles, s status, width int) string {
 	var right string
 	switch {
 	case s.quitArmed:
-		right = "ctrl+c again to quit"
+		right = s.quitKey + " again to quit"
 	case s.busy:
 		right = "working " + elapsed(s.elapsed) + " · esc interrupts"
 	default:
@@ -378,4 +378,5 @@ type status struct {
 	busy           bool
 	elapsed        time.Duration
 	quitArmed      bool
+	quitKey        string // the key that armed quitting: ctrl+c or ctrl+d
 }

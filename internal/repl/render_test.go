@@ -140,7 +140,7 @@ func TestRenderStatusLine(t *testing.T) {
 		return []string{
 			statusLine(st, status{level: "workspace", profile: "opus", ctxPercent: 41}, w),
 			statusLine(st, status{level: "read", profile: "opus", ctxPercent: -1, busy: true, elapsed: 12 * time.Second, note: "draft saved — returns after this turn"}, w),
-			statusLine(st, status{level: "workspace", profile: "opus", ctxPercent: 3, quitArmed: true}, w),
+			statusLine(st, status{level: "workspace", profile: "opus", ctxPercent: 3, quitArmed: true, quitKey: "ctrl+c"}, w),
 			statusLine(st, status{level: "workspace", profile: "opus", ctxPercent: 12, cost: 0.4213}, w),
 			statusLine(st, status{level: "workspace", profile: "opus", ctxPercent: 12, cost: 12.5}, w),
 		}

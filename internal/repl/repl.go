@@ -97,6 +97,9 @@ type Options struct {
 	MCP         MCP // nil: no MCP servers
 	Now         func() time.Time
 	FirstPrompt string
+	// NewSession creates the session /clear starts (with its first
+	// message, like Unopened); nil: /clear is refused.
+	NewSession Opener
 	// History is how many of the newest rows `meka -c` and `-r` print
 	// before the prompt; 0 prints none.
 	History int
@@ -158,6 +161,9 @@ func (s *hosted) Reload(ctx context.Context) (Session, error) {
 	}
 	return &hosted{h: s.h, Session: n}, nil
 }
+
+// Close lets the host release the session (its lock), as /clear leaves it.
+func (s *hosted) Close(ctx context.Context) error { return s.h.CloseSession(ctx, s.ID()) }
 
 func (s *hosted) Fork(ctx context.Context) (Session, error) {
 	n, err := s.h.Fork(ctx, s.ID(), -1)

@@ -106,6 +106,13 @@ type screen struct {
 	comp    composer
 	lastKey time.Time
 	quitAt  time.Time // when Ctrl+C armed quitting; zero when not armed
+	quitKey string    // the key that armed it
+	// ceiling is the highest level Shift+Tab reaches: the session's level
+	// when the screen took it, raised only by a confirmed /permission.
+	ceiling permission.Level
+	// confirm is a level /permission asked for above the ceiling, waiting
+	// for y.
+	confirm *permission.Level
 
 	busy       bool // a turn runs (TurnStarted seen, TurnEnded not yet)
 	submitting string
@@ -153,6 +160,7 @@ func newScreen(ctx context.Context, s Session, opts Options) *screen {
 	if m.send == nil {
 		m.send = func(tea.Msg) {}
 	}
+	m.ceiling = s.Level()
 	return m
 }
 
@@ -263,6 +271,12 @@ func (m *screen) submit(text string) tea.Cmd {
 	}
 	if name, input, ok := m.mcpPrompt(text); ok {
 		return m.runMCPPrompt(name, input, text)
+	}
+	if word, ok := m.unknownCommand(text); ok {
+		// Answered here: a typo never becomes a billed turn.
+		m.commit(m.st.dim("> " + oneLine(text)))
+		m.commit(direction(m.st, session.Notice{Severity: session.SeverityWarning, Title: m.unknownText(word)}, m.width)...)
+		return nil
 	}
 	if m.busy || m.submitting != "" {
 		if m.busy && m.sess.Steer(model.Text{Text: text}) {
@@ -393,7 +407,7 @@ func (m *screen) answer(ans answer) {
 
 func (m *screen) status() status {
 	s := status{level: m.sess.Level().String(), profile: m.sess.ProfileName(), ctxPercent: m.ctxPercent,
-		cost: m.spent + m.turnCost, note: m.note, busy: m.busy, quitArmed: !m.quitAt.IsZero() && m.now().Sub(m.quitAt) < quitWindow}
+		cost: m.spent + m.turnCost, note: m.note, busy: m.busy, quitArmed: !m.quitAt.IsZero() && m.now().Sub(m.quitAt) < quitWindow, quitKey: m.quitKey}
 	if m.busy {
 		s.elapsed = m.now().Sub(m.turnStart)
 	}

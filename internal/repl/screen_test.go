@@ -55,6 +55,28 @@ func (h *harness) typeText(s string) {
 	}
 }
 
+// submitText submits text as Enter would, and runs what it starts (a
+// command's work, a turn) to its answer.
+func (h *harness) submitText(text string) {
+	if cmd := h.m.submit(text); cmd != nil {
+		runMsgs(h, cmd)
+	}
+}
+
+func runMsgs(h *harness, cmd tea.Cmd) {
+	switch msg := cmd().(type) {
+	case tea.BatchMsg:
+		for _, c := range msg {
+			if c != nil {
+				runMsgs(h, c)
+			}
+		}
+	case nil:
+	default:
+		h.send(msg)
+	}
+}
+
 func (h *harness) event(ev agent.Event) { h.send(eventMsg{sid: h.f.id, ev: ev}) }
 
 func (h *harness) committed() string { return strings.Join(h.m.outbox, "\n") }
@@ -62,8 +84,9 @@ func (h *harness) committed() string { return strings.Join(h.m.outbox, "\n") }
 func (h *harness) wantCommitted(parts ...string) {
 	h.t.Helper()
 	got := h.committed()
+	flat := strings.Join(strings.Fields(got), " ") // wrapped lines joined
 	for _, p := range parts {
-		if !strings.Contains(got, p) {
+		if !strings.Contains(got, p) && !strings.Contains(flat, p) {
 			h.t.Errorf("scrollback lacks %q:\n%s", p, got)
 		}
 	}
@@ -249,22 +272,124 @@ func TestCtrlCOrder(t *testing.T) {
 	}
 }
 
-// Shift+Tab cycles the enabled levels and writes each through the
-// session; a refused change says so.
+// Shift+Tab cycles the enabled levels at or below the one the session
+// started at, writing each through the session; a refused change says so.
+// Going higher takes /permission and a y.
 func TestShiftTabCyclesLevels(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t) // starts at workspace; unrestricted is enabled
 	shiftTab := keyMod(tea.KeyTab, tea.ModShift)
 	var got []permission.Level
 	h.f.setLevel = func(l permission.Level) error { got = append(got, l); return nil }
 	h.send(shiftTab, shiftTab, shiftTab)
-	want := []permission.Level{permission.Unrestricted, permission.Read, permission.Workspace}
-	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+	want := []permission.Level{permission.Read, permission.Workspace, permission.Read}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("levels %v, want %v", got, want)
 	}
-	h.wantCommitted("(permission: unrestricted)", "(permission: read)")
+	h.wantCommitted("(permission: read)", "(permission: workspace)")
+	if strings.Contains(h.committed(), "unrestricted") {
+		t.Fatalf("Shift+Tab reached unrestricted:\n%s", h.committed())
+	}
 	h.f.setLevel = func(permission.Level) error { return errors.New("database is locked") }
 	h.send(shiftTab)
 	h.wantCommitted("(! permission unchanged: database is locked)")
+	h.f.setLevel = func(l permission.Level) error { got = append(got, l); return nil }
+
+	// Above the start: asked, and any key but y keeps the level.
+	got = nil
+	h.submitText("/permission unrestricted")
+	h.wantCommitted("Raise the permission to unrestricted, above the workspace this session started at?")
+	h.send(keyText("n"))
+	if len(got) != 0 || h.f.Level() != permission.Read {
+		t.Fatalf("declined raise set %v, level %s", got, h.f.Level())
+	}
+	h.wantCommitted("(permission unchanged: read)")
+	h.submitText("/permission unrestricted")
+	h.send(keyText("y"))
+	if h.f.Level() != permission.Unrestricted {
+		t.Fatalf("confirmed raise: level %s", h.f.Level())
+	}
+	// Now the cycle reaches it.
+	got = nil
+	h.send(shiftTab, shiftTab, shiftTab)
+	if want := []permission.Level{permission.Read, permission.Workspace, permission.Unrestricted}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the raise: %v, want %v", got, want)
+	}
+	// At or below the ceiling, /permission needs no question.
+	got = nil
+	h.submitText("/permission read")
+	if fmt.Sprint(got) != "[read]" {
+		t.Fatalf("/permission read: %v", got)
+	}
+}
+
+// Slash commands never reach the model by accident: /quit and /exit
+// quit, an unknown /word is answered here with the nearest name, /clear
+// starts a new session and names the old one; a path is a prompt.
+func TestSlashCommandsStayLocal(t *testing.T) {
+	for _, cmd := range []string{"/quit", "/exit"} {
+		h := newHarness(t)
+		var runs int
+		h.f.run = func(context.Context, session.UserMessage) (agent.Result, error) { runs++; return agent.Result{}, nil }
+		h.submitText(cmd)
+		if !h.m.quitting || runs != 0 {
+			t.Fatalf("%s: quitting %v, %d turns", cmd, h.m.quitting, runs)
+		}
+	}
+
+	h := newHarness(t)
+	var sent []string
+	h.f.run = func(_ context.Context, msg session.UserMessage) (agent.Result, error) {
+		sent = append(sent, messageText(msg.Parts))
+		return agent.Result{Stop: agent.StopEndTurn}, nil
+	}
+	h.submitText("/stauts")
+	h.wantCommitted("unknown command /stauts (did you mean /status?); nothing was sent. /help lists the commands")
+	h.submitText("/frobnicate now")
+	h.wantCommitted("unknown command /frobnicate; nothing was sent")
+	if len(sent) != 0 {
+		t.Fatalf("sent %q", sent)
+	}
+	// A path, and a line starting with a space, are prompts.
+	for _, text := range []string{"/etc/hosts is odd", " /stauts"} {
+		if cmd := h.m.submit(text); cmd != nil {
+			runMsgs(h, cmd)
+		}
+	}
+	if len(sent) != 2 {
+		t.Fatalf("sent %q, want the path and the spaced line", sent)
+	}
+
+	// /clear: a new, unopened session; the old one is named and let go.
+	h = newHarness(t)
+	h.f.id = "0b5c1e2a-0000-4000-8000-000000000000"
+	h.m.hold(h.f)
+	var opened int
+	h.m.opts.NewSession = func(context.Context, permission.Level) (Session, error) { opened++; return newFake(), nil }
+	h.submitText("/clear")
+	h.wantCommitted("New session: it starts with your next message. The previous one is 0b5c1e2a: meka -r 0b5c1e2a resumes it")
+	if h.m.sess.ID() != "" || opened != 0 || !h.f.closed {
+		t.Fatalf("after /clear: session %q, opened %d, old closed %v", h.m.sess.ID(), opened, h.f.closed)
+	}
+}
+
+// Ctrl+D on an empty composer arms quitting like Ctrl+C; with text it
+// deletes forward.
+func TestCtrlDQuits(t *testing.T) {
+	h := newHarness(t)
+	ctrlD := keyMod('d', tea.ModCtrl)
+	h.typeText("ab")
+	h.send(keyCode(tea.KeyLeft), ctrlD)
+	if h.m.comp.value() != "a" || !h.m.quitAt.IsZero() {
+		t.Fatalf("Ctrl+D with text: %q armed %v", h.m.comp.value(), !h.m.quitAt.IsZero())
+	}
+	h.send(keyCode(tea.KeyBackspace), ctrlD)
+	if h.m.quitting || !h.m.status().quitArmed || !strings.Contains(statusLine(h.m.st, h.m.status(), 80), "ctrl+d again to quit") {
+		t.Fatalf("first Ctrl+D: quitting %v, status %q", h.m.quitting, statusLine(h.m.st, h.m.status(), 80))
+	}
+	h.send(ctrlD)
+	if !h.m.quitting {
+		t.Fatal("second Ctrl+D did not quit")
+	}
 }
 
 // /profile and /cd are refused while a turn runs, in the host's words,
