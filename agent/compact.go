@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"meka.dev/meka/model"
@@ -29,7 +30,7 @@ func (e *Engine) Compact(ctx context.Context) error {
 	e.mu.Lock()
 	turn := session.LastTurn(e.rows)
 	e.mu.Unlock()
-	u, err := e.compact(ctx, turn)
+	u, err := e.compact(ctx, turn, "manual")
 	if err == nil {
 		e.emit(Usage{Round: u, Turn: u, ContextTokens: e.viewTokens(), Window: e.opts.ContextWindow})
 	}
@@ -49,7 +50,7 @@ func (e *Engine) maybeCompact(ctx context.Context, turn int64) (model.Usage, boo
 	if float64(estimate) < e.opts.CompactAt*float64(e.opts.ContextWindow) {
 		return model.Usage{}, false, nil
 	}
-	u, err := e.compact(ctx, turn)
+	u, err := e.compact(ctx, turn, "auto")
 	if errors.Is(err, ErrNothingToCompact) {
 		return u, false, nil
 	}
@@ -71,7 +72,7 @@ func (e *Engine) viewTokens() int {
 
 // compact summarizes the turns before turn and returns what its model call
 // spent, whether or not it succeeded.
-func (e *Engine) compact(ctx context.Context, turn int64) (model.Usage, error) {
+func (e *Engine) compact(ctx context.Context, turn int64, trigger string) (model.Usage, error) {
 	e.mu.Lock()
 	rows := append([]session.Row(nil), e.rows...)
 	e.mu.Unlock()
@@ -91,9 +92,20 @@ func (e *Engine) compact(ctx context.Context, turn int64) (model.Usage, error) {
 		return model.Usage{}, ErrNothingToCompact
 	}
 	keptFrom := rows[keep].Seq
+	facts := Compacted{KeptFrom: keptFrom, Trigger: trigger, TokensBefore: e.viewTokens()}
+	turns := map[int64]bool{}
+	for i, r := range rows {
+		switch {
+		case i >= keep:
+			turns[r.Turn] = true
+		case r.Seq >= prevKept:
+			facts.RowsSummarized++
+		}
+	}
+	facts.KeptTurns = len(turns)
 
-	e.emit(CompactionStarted{})
-	u, err := e.summarize(ctx, turn, rows[:keep], keptFrom)
+	e.emit(CompactionStarted{Trigger: trigger, TokensBefore: facts.TokensBefore})
+	u, err := e.summarize(ctx, turn, rows[:keep], facts)
 	if err != nil {
 		e.emit(CompactionFailed{Err: err, Canceled: ctx.Err() != nil})
 	}
@@ -102,7 +114,8 @@ func (e *Engine) compact(ctx context.Context, turn int64) (model.Usage, error) {
 
 // summarize asks the model for a summary of rows and stores the boundary.
 // It returns what the model call spent.
-func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, keptFrom int64) (model.Usage, error) {
+func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, facts Compacted) (model.Usage, error) {
+	keptFrom := facts.KeptFrom
 	msgs := BuildView(rows)
 	msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: model.Parts{model.Text{Text: compactInstruction}}})
 	resp, err := model.Collect(e.opts.Provider.Stream(ctx, &model.Request{
@@ -131,6 +144,13 @@ func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, 
 	if _, err := e.appendRows(ctx, turn, session.Compaction{Summary: summary, KeptFrom: keptFrom, Checkpoint: checkpoint}); err != nil {
 		return spent, fmt.Errorf("compact: %w", err)
 	}
-	e.emit(Compacted{Summary: summary, KeptFrom: keptFrom, Usage: spent})
+	facts.Summary, facts.Usage, facts.TokensAfter = summary, spent, e.viewTokens()
+	for name, state := range checkpoint {
+		if len(state) > 0 && string(state) != "null" {
+			facts.Carried = append(facts.Carried, name)
+		}
+	}
+	slices.Sort(facts.Carried)
+	e.emit(facts)
 	return spent, nil
 }

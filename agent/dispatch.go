@@ -87,6 +87,11 @@ func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Respon
 				v := e.opts.Gate.Check(ctx, p.tool, p.call2)
 				if !v.Allowed {
 					p.result = refused(p, v.Reason)
+					if ctx.Err() != nil {
+						// A cancel ended the question, not the user: the
+						// call was cancelled, not denied.
+						p.result = canceled(p)
+					}
 					break
 				}
 				p.call2.Level = v.Level

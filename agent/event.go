@@ -74,7 +74,13 @@ type Usage struct {
 
 // CompactionStarted reports that older turns are being summarized; a
 // Compacted or a CompactionFailed follows.
-type CompactionStarted struct{}
+type CompactionStarted struct {
+	// Trigger is "auto" (the window filled) or "manual" (Compact).
+	Trigger string
+	// TokensBefore estimates the conversation the next request carried
+	// before the compaction.
+	TokensBefore int
+}
 
 // CompactionFailed reports a compaction that failed or was canceled; the
 // log is as it was.
@@ -87,6 +93,17 @@ type CompactionFailed struct {
 type Compacted struct {
 	Summary  string
 	KeptFrom int64
+	// Trigger and TokensBefore are the CompactionStarted's; TokensAfter
+	// estimates the conversation after it. RowsSummarized counts the log
+	// rows the summary replaced, KeptTurns the turns kept as they were;
+	// Carried names the folds (a checklist, a plan) whose state the
+	// checkpoint carries past the boundary.
+	Trigger        string
+	TokensBefore   int
+	TokensAfter    int
+	RowsSummarized int
+	KeptTurns      int
+	Carried        []string
 	// Usage is what the compaction's model call spent; a Usage event with
 	// the gauge after the compaction follows.
 	Usage model.Usage

@@ -86,6 +86,9 @@ type harness struct {
 	buffers map[string]string // the editor's buffers, by path
 	served  func(path string) bool
 	writes  []WriteTextFileRequest
+	reads   []ReadTextFileRequest
+	// readErr, when set, answers every fs/read_text_file.
+	readErr *jsonrpc.Error
 }
 
 type harnessOptions struct {
@@ -227,17 +230,25 @@ func (h *harness) Handle(ctx context.Context, req *jsonrpc.Request) (any, error)
 		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.reads = append(h.reads, p)
+		if h.readErr != nil {
+			return nil, h.readErr
+		}
 		if h.served != nil && !h.served(p.Path) {
 			return nil, jsonrpc.NewError(jsonrpc.ResourceNotFound, "Resource not found", map[string]string{"uri": p.Path})
 		}
-		if s, ok := h.buffers[p.Path]; ok {
-			return ReadTextFileResponse{Content: s}, nil
+		s, ok := h.buffers[p.Path]
+		if !ok {
+			b, err := os.ReadFile(p.Path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, jsonrpc.NewError(jsonrpc.ResourceNotFound, "Resource not found", map[string]string{"uri": p.Path})
+			}
+			if err != nil {
+				return nil, err
+			}
+			s = string(b)
 		}
-		b, err := os.ReadFile(p.Path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, jsonrpc.NewError(jsonrpc.InternalError, "file not found", nil)
-		}
-		return ReadTextFileResponse{Content: string(b)}, err
+		return ReadTextFileResponse{Content: lineRange(s, p.Line, p.Limit)}, nil
 	case "fs/write_text_file":
 		var p WriteTextFileRequest
 		if err := json.Unmarshal(req.Params, &p); err != nil {
@@ -270,6 +281,23 @@ func (h *harness) HandleNotification(ctx context.Context, n *jsonrpc.Notificatio
 	h.mu.Lock()
 	h.updates = append(h.updates, sn)
 	h.mu.Unlock()
+}
+
+// lineRange is what an editor serves of text for line and limit.
+func lineRange(text string, line, limit *int) string {
+	if line == nil && limit == nil {
+		return text
+	}
+	lines := strings.SplitAfter(text, "\n")
+	from := 0
+	if line != nil {
+		from = min(max(*line-1, 0), len(lines))
+	}
+	to := len(lines)
+	if limit != nil {
+		to = min(from+*limit, to)
+	}
+	return strings.Join(lines[from:to], "")
 }
 
 // call makes a request that must succeed.

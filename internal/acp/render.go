@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"meka.dev/meka/agent"
@@ -79,14 +80,14 @@ func (e *entry) onEvent(ev agent.Event) {
 			send(e.usageUpdate(ev.ContextTokens, ev.Window))
 		}
 	case agent.CompactionStarted:
-		send(e.compactionStarted())
+		send(e.compactionStarted(ev))
 	case agent.CompactionFailed:
 		if u, ok := e.compactionFailed(ev); ok {
 			send(u)
 		}
 	case agent.Compacted:
 		e.spent(ev.Usage.Cost)
-		for _, u := range e.compaction(ev.Summary, true) {
+		for _, u := range e.compaction(ev.Summary, liveFacts(ev), true) {
 			send(u)
 		}
 	case plan.Changed:
@@ -477,7 +478,50 @@ const (
 	compactedTitle  = "Compacted the conversation: older turns were summarized"
 )
 
-func compactionFacts() Meta { return Meta{"compaction": map[string]any{"trigger": "auto"}} }
+// compactionFacts is _meta.compaction: meka's facts about one
+// compaction, the fields of the HTTP API's context.compacted event.
+func compactionFacts(id string, facts map[string]any) Meta {
+	f := map[string]any{"compaction_id": id}
+	for k, v := range facts {
+		f[k] = v
+	}
+	return Meta{"compaction": f}
+}
+
+// liveFacts are a finished compaction's facts.
+func liveFacts(ev agent.Compacted) map[string]any {
+	return map[string]any{
+		"trigger": ev.Trigger, "status": "completed", "kept_from_row": ev.KeptFrom,
+		"rows_summarized": ev.RowsSummarized, "kept_turns": ev.KeptTurns,
+		"tokens_before": ev.TokensBefore, "tokens_after": ev.TokensAfter,
+		"checklist_carried": carriesPlan(ev.Carried), "carried": append([]string{}, ev.Carried...),
+	}
+}
+
+// recordedFacts are what a compaction's row says of it, for a replay.
+func recordedFacts(c session.Compaction) map[string]any {
+	var carried []string
+	for name, state := range c.Checkpoint {
+		if len(state) > 0 && string(state) != "null" {
+			carried = append(carried, name)
+		}
+	}
+	slices.Sort(carried)
+	return map[string]any{"status": "completed", "kept_from_row": c.KeptFrom,
+		"checklist_carried": carriesPlan(carried), "carried": append([]string{}, carried...)}
+}
+
+// carriesPlan reports whether a checkpoint carries a checklist or a
+// plan (the plan dialects' folds) past the boundary.
+func carriesPlan(folds []string) bool {
+	for _, f := range folds {
+		switch f {
+		case "checklist", "update_plan", "write_todos":
+			return true
+		}
+	}
+	return false
+}
 
 // compactionNative reports whether the client renders compaction_update.
 func (e *entry) compactionNative() bool {
@@ -487,15 +531,16 @@ func (e *entry) compactionNative() bool {
 
 // compactionStarted opens a live compaction: a compaction_update in
 // progress where the client renders one, else a think tool call.
-func (e *entry) compactionStarted() SessionUpdate {
+func (e *entry) compactionStarted(ev agent.CompactionStarted) SessionUpdate {
 	id := e.compactionID()
 	e.mu.Lock()
 	e.compacting = id
 	e.mu.Unlock()
+	facts := map[string]any{"trigger": ev.Trigger, "tokens_before": ev.TokensBefore}
 	if e.compactionNative() {
-		return CompactionUpdate{CompactionID: id, Status: "in_progress", Meta: compactionFacts()}
+		return CompactionUpdate{CompactionID: id, Status: "in_progress", Meta: compactionFacts(id, facts)}
 	}
-	return ToolCall{ToolCallID: id, Title: compactingTitle, Kind: string(tool.KindThink), Status: "in_progress"}
+	return ToolCall{ToolCallID: id, Title: compactingTitle, Kind: string(tool.KindThink), Status: "in_progress", Meta: compactionFacts(id, facts)}
 }
 
 // compactionFailed closes the live compaction as failed or cancelled.
@@ -507,20 +552,27 @@ func (e *entry) compactionFailed(ev agent.CompactionFailed) (SessionUpdate, bool
 	if id == "" {
 		return nil, false
 	}
-	status, reason := "failed", "The compaction failed; the conversation is unchanged."
+	status, reason, title := "failed", "The compaction failed; the conversation is unchanged.", "Compaction failed"
 	if ev.Canceled {
-		status, reason = "cancelled", "The compaction was cancelled; the conversation is unchanged."
+		status, reason, title = "cancelled", "The compaction was cancelled; the conversation is unchanged.", "Interrupted"
 	}
+	facts := map[string]any{"status": status}
+	if ev.Err != nil && !ev.Canceled {
+		facts["error"] = host.RelayNotice(session.Notice{Title: ev.Err.Error()}, e.s.opts.RelayProviderErrors).Title
+	}
+	meta := compactionFacts(id, facts)
 	if e.compactionNative() {
-		return CompactionUpdate{CompactionID: id, Status: status, Error: reason}, true
+		return CompactionUpdate{CompactionID: id, Status: status, Error: reason, Meta: meta}, true
 	}
-	return ToolCallUpdate{ToolCallID: id, Status: "failed",
+	raw, _ := json.Marshal(meta["compaction"])
+	return ToolCallUpdate{ToolCallID: id, Title: &title, Status: "failed", RawOutput: raw, Meta: meta,
 		Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(reason))}}}, true
 }
 
 // compaction renders a finished compaction: live, it completes the one
-// compactionStarted opened; in a replay it is opened and completed at once.
-func (e *entry) compaction(summary string, live bool) []SessionUpdate {
+// compactionStarted opened; in a replay it is opened and completed at
+// once. facts go out as _meta.compaction, and as the card's rawOutput.
+func (e *entry) compaction(summary string, facts map[string]any, live bool) []SessionUpdate {
 	var out []SessionUpdate
 	id := ""
 	if live {
@@ -532,18 +584,23 @@ func (e *entry) compaction(summary string, live bool) []SessionUpdate {
 		id = e.compactionID()
 		if e.compactionNative() {
 			if live {
-				out = append(out, CompactionUpdate{CompactionID: id, Status: "in_progress", Meta: compactionFacts()})
+				out = append(out, CompactionUpdate{CompactionID: id, Status: "in_progress", Meta: compactionFacts(id, map[string]any{"trigger": facts["trigger"]})})
 			}
 		} else {
 			out = append(out, ToolCall{ToolCallID: id, Title: compactingTitle, Kind: string(tool.KindThink), Status: "in_progress"})
 		}
 	}
+	meta := compactionFacts(id, facts)
 	if e.compactionNative() {
-		return append(out, CompactionUpdate{CompactionID: id, Status: "completed", Summary: []ContentBlock{TextBlock(summary)}, Meta: compactionFacts()})
+		return append(out, CompactionUpdate{CompactionID: id, Status: "completed", Summary: []ContentBlock{TextBlock(summary)}, Meta: meta})
 	}
 	done := compactedTitle
-	raw, _ := json.Marshal(map[string]any{"summary_chars": len(summary)})
-	return append(out, ToolCallUpdate{ToolCallID: id, Title: &done, Status: "completed", RawOutput: raw,
+	raw := map[string]any{"summary_chars": len(summary)}
+	for k, v := range meta["compaction"].(map[string]any) {
+		raw[k] = v
+	}
+	rawJSON, _ := json.Marshal(raw)
+	return append(out, ToolCallUpdate{ToolCallID: id, Title: &done, Status: "completed", RawOutput: rawJSON, Meta: meta,
 		Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(summary))}}})
 }
 

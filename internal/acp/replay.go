@@ -98,7 +98,7 @@ func (e *entry) replayUpdates(rows []session.Row) []SessionUpdate {
 		case session.Notice:
 			out = append(out, e.notice(en))
 		case session.Compaction:
-			for _, u := range e.compaction(en.Summary, false) {
+			for _, u := range e.compaction(en.Summary, recordedFacts(en), false) {
 				out = append(out, u)
 			}
 		}

@@ -213,6 +213,22 @@ func TestPermissionCancelResolvesAtOnce(t *testing.T) {
 	if r := <-done; r.StopReason != "cancelled" {
 		t.Fatalf("%+v", r)
 	}
+	// The call is recorded and shown as cancelled, never as the user's
+	// denial.
+	var res session.ToolResult
+	for _, r := range h.lookup(id).session().Engine().Rows() {
+		if tr, ok := r.Entry.(session.ToolResult); ok {
+			res = tr
+		}
+	}
+	if res.Status != session.StatusCanceled || strings.Contains(resultText(res), "denied") {
+		t.Fatalf("the call pending a permission when cancelled: %s %q", res.Status, resultText(res))
+	}
+	for _, n := range h.take() {
+		if u, ok := n.Update.(ToolCallUpdate); ok && (u.Status == "failed" || strings.Contains(string(u.RawOutput), "denied")) {
+			t.Fatalf("the cancelled call was reported as %+v", u)
+		}
+	}
 }
 
 func TestEditThroughEditor(t *testing.T) {
