@@ -12,9 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/internal/testenv"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/script"
@@ -82,9 +82,7 @@ func sessionRows(t *testing.T, dataDir string) []session.Row {
 // next request pairs every call with a result, as OpenAI requires.
 func TestKilledMidTurnLosesNothing(t *testing.T) {
 	const runs, rounds, perRound = 50, 6, 3
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rnd := rand.New(rand.NewPCG(seed, 0))
+	rnd := rand.New(rand.NewPCG(testenv.Seed(t), 0))
 	for i := range runs {
 		work := t.TempDir()
 		data := t.TempDir()

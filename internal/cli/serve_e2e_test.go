@@ -15,9 +15,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/internal/testenv"
 	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/script"
 )
@@ -145,9 +145,7 @@ func (s *served) events(t *testing.T, ctx context.Context, sessionID, lastID str
 // misses nothing and sees nothing twice, against the feed as stored.
 func TestServeKilledResumesExactly(t *testing.T) {
 	const runs = 100
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rnd := rand.New(rand.NewPCG(seed, 1))
+	rnd := rand.New(rand.NewPCG(testenv.Seed(t), 1))
 	work, data := t.TempDir(), t.TempDir()
 	var sessionID, lastID string
 	var seen []string

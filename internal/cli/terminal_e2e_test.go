@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"meka.dev/meka/internal/testenv"
 	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/script"
 )
@@ -21,7 +22,7 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminal here: %v", err)
+		testenv.Skip(t, "no pseudo-terminal here: %v", err)
 	}
 	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"meka.dev/meka/internal/testenv"
 )
 
 // launchHolderMarker makes the test binary launch a command, print its
@@ -36,7 +38,7 @@ func launchedSpecs(t *testing.T) []Spec {
 		out = append(out, Spec{Mode: Workspace, Backend: b, Env: []string{testPath}, Dir: ws, Writable: []string{ws}, TempDir: shellTemp(t)})
 	}
 	if len(out) == 0 {
-		t.Skip("no backend confines here")
+		testenv.Skip(t, "no backend confines here")
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	_ "time/tzdata" // Europe/Berlin on a machine without a zone database
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/config"
@@ -180,7 +181,7 @@ func berlin(t testing.TB) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
-		t.Skipf("no tz database: %v", err)
+		t.Fatal(err)
 	}
 	return loc
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"meka.dev/meka/internal/sandbox"
+	"meka.dev/meka/internal/testenv"
 )
 
 var testEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
@@ -241,7 +242,7 @@ func TestConfinedTask(t *testing.T) {
 		if _, err := r.Start(spec); !errors.Is(err, sandbox.ErrNoConfinement) {
 			t.Errorf("Start confined with no backend = %v, want ErrNoConfinement", err)
 		}
-		t.Skip("neither Landlock nor bubblewrap can confine on this machine; tested the refusal instead")
+		testenv.Skip(t, "neither Landlock nor bubblewrap can confine on this machine; tested the refusal instead")
 	}
 	if _, err := r.Start(spec); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"meka.dev/meka/internal/testenv"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/tool"
 )
@@ -70,7 +71,7 @@ func BenchmarkFileSearch(b *testing.B) {
 func BenchmarkSearchVsGrep(b *testing.B) {
 	grep, err := exec.LookPath("grep")
 	if err != nil {
-		b.Skip("grep is not installed")
+		testenv.Skip(b, "grep is not installed")
 	}
 	root := benchTree(b)
 	tl := NewSearch(Options{Roots: newRoots(b, root, nil, nil)})
@@ -114,7 +115,7 @@ func processCPU(b *testing.B) time.Duration {
 func BenchmarkGrep(b *testing.B) {
 	grep, err := exec.LookPath("grep")
 	if err != nil {
-		b.Skip("grep is not installed")
+		testenv.Skip(b, "grep is not installed")
 	}
 	root := benchTree(b)
 	b.ResetTimer()

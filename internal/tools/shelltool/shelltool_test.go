@@ -16,6 +16,7 @@ import (
 
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/task"
+	"meka.dev/meka/internal/testenv"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/tool"
@@ -161,7 +162,7 @@ func TestConfinement(t *testing.T) {
 		if _, err := os.Stat(ws + "/ws-file"); err == nil {
 			t.Error("a refused command ran")
 		}
-		t.Skipf("neither Landlock nor bubblewrap can confine on this machine (%v); tested the refusal instead", err)
+		testenv.Skip(t, "neither Landlock nor bubblewrap can confine on this machine (%v); tested the refusal instead", err)
 	}
 
 	_, text, st := call(t, sh, permission.Workspace, ws, map[string]any{"command": script})
