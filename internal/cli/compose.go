@@ -125,6 +125,7 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		_, _ = sandbox.CleanStale(filepath.Join(dataDir, "journal"), "", g.now())
 	}
 	log := g.logger()
+	masked, shared := g.mekaHidden(dataDir)
 	sc, err := g.newScheduling(cfg, db)
 	if err != nil {
 		db.Close()
@@ -136,7 +137,7 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 	h, err := host.New(host.Options{
 		Store:         db.Sessions(),
 		Profiles:      func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
-		Tools:         builtinTools(cfg, g.mekaState(dataDir), dataDir),
+		Tools:         builtinTools(cfg, g.mekaState(dataDir), masked, shared, dataDir),
 		Extensions:    append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents), memoryExtension(db))...),
 		Definitions:   definitions(agents),
 		Deny:          cfg.Tools.Deny,

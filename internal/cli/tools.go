@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,9 +25,11 @@ import (
 
 // builtinTools builds the file and shell tools of a session. protected
 // are meka's own config and data paths, read-only to both even inside a
-// writable root.
-// dataDir's journal notes the temporary files of atomic writes.
-func builtinTools(cfg *config.Config, protected []string, dataDir string) func(env host.Env) ([]tool.Tool, error) {
+// writable root; masked (its config and data directories) are hidden
+// from confined commands but for shared, read-only: the session's
+// scratchpad and task output are added. dataDir's journal notes the
+// temporary files of atomic writes.
+func builtinTools(cfg *config.Config, protected, masked, shared []string, dataDir string) func(env host.Env) ([]tool.Tool, error) {
 	scrub := keyVariables(cfg)
 	return func(env host.Env) ([]tool.Tool, error) {
 		roots, err := sandbox.NewRoots(env.Meta.Cwd, env.Meta.AdditionalDirs, env.ReadableDirs)
@@ -44,8 +47,10 @@ func builtinTools(cfg *config.Config, protected []string, dataDir string) func(e
 			roots = roots.Journal(filepath.Join(dataDir, "journal"))
 		}
 		scratch := ""
+		visible := shared
 		if env.DataDir != "" {
 			scratch = filepath.Join(env.DataDir, "scratch")
+			visible = append(slices.Clip(shared), scratch, filepath.Join(env.DataDir, "tasks"))
 		}
 		vision := env.Profile.Vision
 		tools := fstool.New(fstool.Options{
@@ -69,6 +74,8 @@ func builtinTools(cfg *config.Config, protected []string, dataDir string) func(e
 			EnvPassthrough: cfg.Permissions.EnvPassthrough,
 			Network:        cfg.Permissions.Network,
 			Protected:      protected,
+			Masked:         masked,
+			Visible:        visible,
 			RunningDir:     running,
 		})
 		return append(tools, shell), nil
@@ -91,6 +98,22 @@ func (g *globals) mekaState(dataDir string) []string {
 		out = append(out, dataDir)
 	}
 	return out
+}
+
+// mekaHidden lists what confined commands may not read either: the config
+// directory and the data directory (its database, serve token, logs and
+// every session's files); and what of them every session's commands still
+// read: the skill directories, whose scripts skills run.
+func (g *globals) mekaHidden(dataDir string) (masked, shared []string) {
+	if p := config.DefaultPath(g.getenv); p != "" {
+		masked = append(masked, filepath.Dir(p))
+		shared = append(shared, filepath.Join(filepath.Dir(p), "skills"))
+	}
+	if dataDir != "" {
+		masked = append(masked, dataDir)
+		shared = append(shared, filepath.Join(dataDir, "skills"))
+	}
+	return masked, shared
 }
 
 // keyVariables lists every provider key variable a profile names, so the

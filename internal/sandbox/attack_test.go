@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -188,6 +190,48 @@ func attack(op string, args []string) error {
 		return fmt.Errorf("0 of %d secrets", len(plantedSecrets))
 	case "mount":
 		return unix.Mount("tmpfs", arg(0), "tmpfs", 0, "")
+	case "read":
+		_, err := os.ReadFile(arg(0))
+		return err
+	case "ls":
+		// Lists arg(0) and looks for arg(1) among its entries.
+		entries, err := os.ReadDir(arg(0))
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.Name() == arg(1) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s not listed", arg(1))
+	case "umount-read":
+		// Take the mask off (as far as this process may: nothing to take
+		// off unconfined), then read: the read is the verdict.
+		_ = unix.Unmount(arg(0), unix.MNT_DETACH)
+		_, err := os.ReadFile(arg(1))
+		return err
+	case "userns-umount-read":
+		// umount-read again in a user and mount namespace of its own,
+		// where it holds every capability over the mounts it copied.
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(exe, attackMarker, "umount-read", arg(0), arg(1))
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+		}
+		out, err := cmd.Output()
+		if err != nil {
+			return err
+		}
+		if s := strings.TrimSpace(string(out)); s != "ok" {
+			return errors.New(strings.TrimPrefix(s, "denied: "))
+		}
+		return nil
 	case "symlink-write":
 		link := filepath.Join(arg(0), "escape")
 		if err := os.Symlink(arg(1), link); err != nil {
@@ -293,6 +337,22 @@ var attackRows = []attackRow{
 	{name: "signal a sibling command", args: func(f *fixture) []string { return []string{"kill-marked", f.siblingMark} }, read: "denied", workspace: "denied", unrestricted: "ok", sibling: true},
 	{name: "create .git/hooks where missing", args: func(f *fixture) []string { return []string{"mkdir-write", f.ws + "/sub/.git/hooks/pre-commit"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
 	{name: "write .git/config in workspace", args: func(f *fixture) []string { return []string{"write", f.ws + "/.git/config"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	// meka's own state (Spec.Masked) is hidden, read and write: the
+	// data directory outside the workspace and in it, the config
+	// directory; of it only the session's own scratchpad shows, read-only.
+	{name: "read serve.token", args: func(f *fixture) []string { return []string{"read", f.data + "/serve.token"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "read the database", args: func(f *fixture) []string { return []string{"read", f.data + "/meka.db"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "read a log", args: func(f *fixture) []string { return []string{"read", f.data + "/logs/serve.log"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "list the data dir", args: func(f *fixture) []string { return []string{"ls", f.data, "serve.token"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "write the data dir", args: func(f *fixture) []string { return []string{"write", f.data + "/serve.token"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "read the config dir", args: func(f *fixture) []string { return []string{"read", f.config + "/config.toml"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "read another session's scratchpad", args: func(f *fixture) []string { return []string{"read", f.data + "/sessions/other/scratch/spill.txt"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "read own scratchpad", args: func(f *fixture) []string { return []string{"read", f.scratch + "/spill.txt"} }, read: "ok", workspace: "ok", unrestricted: "ok"},
+	{name: "write own scratchpad", args: func(f *fixture) []string { return []string{"write", f.scratch + "/spill.txt"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "read data dir in workspace", args: func(f *fixture) []string { return []string{"read", f.ws + "/data/meka.db"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "read config dir in workspace", args: func(f *fixture) []string { return []string{"read", f.ws + "/config/config.toml"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "unmount the mask, read serve.token", args: func(f *fixture) []string { return []string{"umount-read", f.data, f.data + "/serve.token"} }, read: "denied", workspace: "denied", unrestricted: "ok"},
+	{name: "unmount it in a new user namespace", args: func(f *fixture) []string { return []string{"userns-umount-read", f.data, f.data + "/serve.token"} }, read: "denied", workspace: "denied", unrestricted: "any"},
 }
 
 // runAttackCommand runs one attack as Command builds it or, launched,
@@ -384,7 +444,10 @@ func (f *fixture) siblingDied() bool {
 // fixture is one column's workspace, outside directory and the listeners
 // and process the attacks aim at.
 type fixture struct {
-	ws, out, tmp                        string
+	ws, out, tmp string
+	// data and config are meka's state outside the workspace; scratch
+	// is the session's scratchpad in data.
+	data, config, scratch               string
 	victim                              int
 	tcp, udp, outSock, wsSock, abstract string
 	udpConn                             *net.UDPConn
@@ -410,7 +473,15 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range []string{f.ws + "/file", f.out + "/file", f.ws + "/.git/config", f.ws + "/config/config.toml", f.ws + "/data/meka.db"} {
+	state := canonTemp(t)
+	f.data, f.config = state+"/data", state+"/config"
+	f.scratch = f.data + "/sessions/this/scratch"
+	for _, p := range []string{f.ws + "/file", f.out + "/file", f.ws + "/.git/config", f.ws + "/config/config.toml", f.ws + "/data/meka.db",
+		f.data + "/serve.token", f.data + "/meka.db", f.data + "/logs/serve.log", f.data + "/sessions/other/scratch/spill.txt",
+		f.scratch + "/spill.txt", f.config + "/config.toml"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		mustWrite(t, p, "keep")
 	}
 	// Unrestricted, root mounts for real: unmount before the cleanup.
@@ -525,6 +596,7 @@ func TestAttackSuite(t *testing.T) {
 		spec := Spec{
 			Dir: f.ws, Env: env, Mode: col.mode, Writable: []string{f.ws, f.ws + "/sub"}, TempDir: f.tmp,
 			Backend: col.backend, Protected: []string{f.ws + "/config", f.ws + "/data"},
+			Masked: []string{f.ws + "/config", f.ws + "/data", f.data, f.config}, Visible: []string{f.scratch},
 		}
 		if col.launched {
 			spec.TempDir = shellTemp(t)

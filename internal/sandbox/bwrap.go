@@ -1,6 +1,10 @@
 package sandbox
 
-import "meka.dev/meka/internal/sandbox/helper"
+import (
+	"os"
+
+	"meka.dev/meka/internal/sandbox/helper"
+)
 
 // bwrapArgs confines with bubblewrap: new PID (with its own /proc) and,
 // unless the network is open, network namespaces; the whole tree bound
@@ -45,6 +49,32 @@ func bwrapArgs(p bwrapPlan) []string {
 	for _, w := range helper.WritableUnder(p.writable, p.protected) {
 		out = append(out, "--bind", w, w)
 	}
+	// Masks last but for sockets (none lies under one): over the
+	// writable paths, so a data directory in the workspace is hidden; what
+	// shows through one bound again over it before it turns read-only.
+	for _, m := range p.masked {
+		if fi, err := os.Stat(m); err != nil || !fi.IsDir() {
+			out = append(out, "--ro-bind", "/dev/null", m)
+			continue
+		}
+		out = append(out, "--tmpfs", m)
+		for _, v := range p.visible {
+			if v != m && Within(v, m) {
+				out = append(out, "--ro-bind-try", v, v)
+			}
+		}
+		for _, w := range p.writable {
+			if w != m && Within(w, m) {
+				out = append(out, "--bind", w, w)
+				for _, r := range p.protected {
+					if Within(r, w) {
+						out = append(out, "--ro-bind", r, r)
+					}
+				}
+			}
+		}
+		out = append(out, "--remount-ro", m)
+	}
 	for _, s := range p.sockets {
 		out = append(out, "--ro-bind-try", "/dev/null", s)
 	}
@@ -60,11 +90,14 @@ func bwrapArgs(p bwrapPlan) []string {
 // bwrapPlan is what bwrapArgs confines.
 type bwrapPlan struct {
 	writable, protected, sockets []string
-	network, dropCaps            bool
-	launcher                     bool // the command is a launcher
-	dir, path                    string
-	args                         []string
-	inner                        []string
+	// masked are hidden (an empty read-only tmpfs, /dev/null over a
+	// file); visible inside them are bound read-only again.
+	masked, visible   []string
+	network, dropCaps bool
+	launcher          bool // the command is a launcher
+	dir, path         string
+	args              []string
+	inner             []string
 }
 
 // rootCaps are the capabilities a confined root command keeps: those that

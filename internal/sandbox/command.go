@@ -102,6 +102,15 @@ type Spec struct {
 	// The .git/hooks and .git/config of every writable directory are
 	// added. Missing ones are skipped.
 	Protected []string
+	// Masked are hidden from a confined command, read and write: meka's
+	// data and config directories (its database, serve token and logs).
+	// A masked path that holds the command's directory is not (the user
+	// works there on purpose); writable paths inside one stay writable.
+	// Missing ones are skipped.
+	Masked []string
+	// Visible are paths inside Masked a confined command may still read
+	// (the session's own scratchpad and task output), read-only.
+	Visible []string
 	// Network opens the network to a confined command.
 	Network bool
 	// TempDir is the command's private temp dir, writable in every mode.
@@ -243,8 +252,10 @@ type confinement struct {
 	env     []string
 	backend string // "" unconfined
 	// writable are the canonical paths the command may write, its temp
-	// dir apart; protected and sockets are as for bwrapPlan.
+	// dir apart; protected, sockets, masked and visible are as for
+	// bwrapPlan.
 	writable, protected, sockets []string
+	masked, visible              []string
 	temp                         string // canonical, "" without one
 	network                      bool
 }
@@ -284,12 +295,43 @@ func (p probe) confine(spec Spec) (confinement, error) {
 	if t := existing([]string{spec.TempDir}); len(t) == 1 && !slices.Contains(c.writable, t[0]) {
 		c.temp = t[0]
 	}
-	c.protected = protectedPaths(c.all(), spec.Protected)
+	c.masked, c.visible = maskedPaths(spec.Masked, spec.Visible, spec.Dir)
+	c.protected = unmasked(protectedPaths(c.all(), spec.Protected), c.masked, c.all())
 	c.network = spec.Network
 	if !spec.Network {
-		c.sockets = outsideSockets(c.all())
+		c.sockets = unmasked(outsideSockets(c.all()), c.masked, nil)
 	}
 	return c, nil
+}
+
+// maskedPaths returns the canonical paths of masked that exist and do not
+// hold dir, and those of visible inside them.
+func maskedPaths(masked, visible []string, dir string) (m, v []string) {
+	d, _ := Canonical(dir)
+	for _, p := range existing(masked) {
+		if d == "" || !Within(d, p) {
+			m = append(m, p)
+		}
+	}
+	for _, p := range existing(visible) {
+		if under(p, m) {
+			v = append(v, p)
+		}
+	}
+	return m, v
+}
+
+// unmasked drops from ps the paths a mask hides, but for those inside
+// what shows through it (keep): a path there needs no mount of its own,
+// and one over a mask would show it again.
+func unmasked(ps, masked, keep []string) []string {
+	var out []string
+	for _, p := range ps {
+		if !under(p, masked) || slices.ContainsFunc(keep, func(k string) bool { return Within(p, k) && under(k, masked) }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // all is every path the command may write, its temp dir included.
@@ -342,6 +384,9 @@ func (p probe) wrap(ctx context.Context, c confinement, hs helper.Spec, writable
 	case BackendLandlock:
 		hs.Mount, hs.Landlock = true, true
 		hs.Protected, hs.Sockets = c.protected, c.sockets
+		if !hs.Serve { // a launcher masks for each command
+			hs.Masked, hs.Visible = c.masked, c.visible
+		}
 		if uid := os.Geteuid(); uid != 0 {
 			hs.MapIDs, hs.UID, hs.GID = true, uid, os.Getegid()
 		}
@@ -354,6 +399,9 @@ func (p probe) wrap(ctx context.Context, c confinement, hs helper.Spec, writable
 		bwrap, _ := p.bwrap()
 		plan := bwrapPlan{writable: writable, protected: c.protected, sockets: c.sockets, network: c.network,
 			dropCaps: os.Geteuid() == 0, launcher: hs.Serve, dir: dir, path: hs.Path, args: args}
+		if !hs.Serve { // a launcher masks for each command
+			plan.masked, plan.visible = c.masked, c.visible
+		}
 		if c.backend == BackendBoth || hs.Serve {
 			hs.Landlock = c.backend == BackendBoth
 			plan.path = exe

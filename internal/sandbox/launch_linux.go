@@ -330,6 +330,8 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 	}
 	field('r', c.protected...)
 	field('s', c.sockets...)
+	field('h', c.masked...)
+	field('v', c.visible...)
 	field('a', spec.Args...)
 	field('e', env...)
 	conn.SetDeadline(deadline)

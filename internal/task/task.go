@@ -126,6 +126,9 @@ type Spec struct {
 	// Protected stay read-only to a confined task inside its writable
 	// directories (sandbox.Spec.Protected).
 	Protected []string
+	// Masked are hidden from a confined task, and Visible inside them
+	// readable (sandbox.Spec.Masked and Visible).
+	Masked, Visible []string
 	// Timeout kills the task after this long; zero lets it run until it
 	// ends or is killed.
 	Timeout time.Duration
@@ -258,6 +261,8 @@ func (r *Registry) start(spec Spec) (Task, error) {
 		Backend:   spec.Backend,
 		Network:   spec.Network,
 		Protected: spec.Protected,
+		Masked:    spec.Masked,
+		Visible:   spec.Visible,
 	}, filepath.Join(r.opts.Dir, "running"), out, nil)
 	if err != nil {
 		stopTimer()

@@ -30,6 +30,12 @@ type Spec struct {
 	Protected []string
 	// Sockets are outside Unix sockets to mask.
 	Sockets []string
+	// Masked (meka's data and config directories) are hidden from the
+	// command, read and write: an empty read-only tmpfs over each
+	// directory, /dev/null over a file. Of what lies inside, Visible (the
+	// session's scratchpad) shows through read-only, and the writable
+	// paths read-write.
+	Masked, Visible []string
 	// Network leaves the network open: no loopback to bring up, no
 	// abstract-socket scope.
 	Network bool
@@ -66,6 +72,12 @@ func (s Spec) Args(args []string) []string {
 	}
 	for _, p := range s.Sockets {
 		out = append(out, "s="+p)
+	}
+	for _, p := range s.Masked {
+		out = append(out, "h="+p)
+	}
+	for _, p := range s.Visible {
+		out = append(out, "v="+p)
 	}
 	if s.Mount {
 		out = append(out, "m")
@@ -119,6 +131,10 @@ func parse(a []string) (Spec, []string, error) {
 			s.Protected = append(s.Protected, val)
 		case "s":
 			s.Sockets = append(s.Sockets, val)
+		case "h":
+			s.Masked = append(s.Masked, val)
+		case "v":
+			s.Visible = append(s.Visible, val)
 		case "m":
 			s.Mount = true
 		case "n":

@@ -271,6 +271,157 @@ func mountConfined(s Spec) error {
 			return wrap("mount /dev/shm", err)
 		}
 	}
+	// Last: each writable path is final, so a mask inside one (a data
+	// directory in the workspace) stays read-only.
+	return mask(s.Masked, s.Visible, writable)
+}
+
+// The new mount API (the same numbers on every architecture since 5.2).
+const (
+	sysOpenTree         = 428
+	sysMoveMount        = 429
+	openTreeClone       = 0x1
+	openTreeCloexec     = syscall.O_CLOEXEC
+	moveMountFEmptyPath = 0x4
+)
+
+// mask hides each of masked from the command, read and write: an empty
+// read-only tmpfs over a directory, /dev/null bound read-only over a
+// file. Of what lies inside one, visible (the session's scratchpad) shows
+// through read-only and writable (a temp dir in the data directory)
+// read-write: each is cloned, with the mounts below it, before the tmpfs
+// hides it, and the clone moved onto a directory made for it there. A
+// path that is missing needs nothing.
+func mask(masked, visible, writable []string) error {
+	for _, m := range masked {
+		var st syscall.Stat_t
+		if err := syscall.Stat(m, &st); err == syscall.ENOENT {
+			continue
+		} else if err != nil {
+			return wrap("mask "+m, err)
+		}
+		if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+			if err := syscall.Mount("/dev/null", m, "", syscall.MS_BIND, ""); err != nil {
+				return wrap("mask "+m, err)
+			}
+			if err := setattr(m, 0, mountAttrRdonly, 0); err != nil {
+				return wrap("mask "+m, err)
+			}
+			continue
+		}
+		if err := maskDir(m, visible, writable); err != nil {
+			return wrap("mask "+m, err)
+		}
+	}
+	return nil
+}
+
+// through is a path shown through a mask: a detached clone of its mount
+// tree, and whether it stays writable.
+type through struct {
+	path     string
+	fd       int
+	writable bool
+	dir      bool
+}
+
+func maskDir(m string, visible, writable []string) error {
+	var keep []through
+	defer func() {
+		for _, k := range keep {
+			syscall.Close(k.fd)
+		}
+	}()
+	for i, ps := range [][]string{visible, writable} {
+		for _, p := range ps {
+			if p == m || !within(p, m) {
+				continue
+			}
+			var st syscall.Stat_t
+			if err := syscall.Stat(p, &st); err == syscall.ENOENT {
+				continue
+			} else if err != nil {
+				return err
+			}
+			fd, err := openTree(p)
+			if err != nil {
+				return wrap("clone "+p, err)
+			}
+			keep = append(keep, through{path: p, fd: fd, writable: i == 1, dir: st.Mode&syscall.S_IFMT == syscall.S_IFDIR})
+		}
+	}
+	if err := syscall.Mount("tmpfs", m, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "mode=0755"); err != nil {
+		return err
+	}
+	for _, k := range keep {
+		if err := makeUnder(m, k.path, k.dir); err != nil {
+			return wrap("make "+k.path, err)
+		}
+		if err := moveMount(k.fd, k.path); err != nil {
+			return wrap("bind "+k.path, err)
+		}
+		var err error
+		if k.writable {
+			err = setattr(k.path, 0, mountAttrNodev|mountAttrNosuid, mountAttrRdonly)
+		} else {
+			err = setattr(k.path, atRecursive, mountAttrRdonly, 0)
+		}
+		if err != nil {
+			return wrap("bind "+k.path, err)
+		}
+	}
+	return setattr(m, 0, mountAttrRdonly, 0)
+}
+
+// makeUnder makes path, inside the fresh tmpfs at base, with the
+// directories above it: a directory, or an empty file to bind one over.
+func makeUnder(base, path string, dir bool) error {
+	for i := len(base) + 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		p := path[:i]
+		if i == len(path) && !dir {
+			fd, err := syscall.Open(p, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o644)
+			if err != nil {
+				return err
+			}
+			syscall.Close(fd)
+			return nil
+		}
+		if err := syscall.Mkdir(p, 0o755); err != nil && err != syscall.EEXIST {
+			return err
+		}
+	}
+	return nil
+}
+
+// openTree returns a detached clone of the mount tree at path.
+func openTree(path string) (int, error) {
+	p, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return -1, err
+	}
+	fd, _, e := syscall.Syscall(sysOpenTree, uintptr(0xffffff9c) /* AT_FDCWD */, uintptr(unsafe.Pointer(p)),
+		openTreeClone|openTreeCloexec|atRecursive)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+// moveMount attaches the detached tree fd at path.
+func moveMount(fd int, path string) error {
+	empty, _ := syscall.BytePtrFromString("")
+	p, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	_, _, e := syscall.Syscall6(sysMoveMount, uintptr(fd), uintptr(unsafe.Pointer(empty)),
+		uintptr(0xffffff9c) /* AT_FDCWD */, uintptr(unsafe.Pointer(p)), moveMountFEmptyPath, 0)
+	if e != 0 {
+		return e
+	}
 	return nil
 }
 

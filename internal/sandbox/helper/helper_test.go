@@ -9,7 +9,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	for _, s := range []Spec{
 		{Path: "/usr/bin/true"},
 		{Path: "/bin/sh", Writable: []string{"/w", "/odd/--", "/new\nline", "/a=b"}, Protected: []string{"/w/.git/hooks"},
-			Sockets: []string{"/run/x.sock"}, Mount: true, Network: true, MapIDs: true, UID: 4242, GID: 0, Landlock: true},
+			Sockets: []string{"/run/x.sock"}, Masked: []string{"/data", "/config"}, Visible: []string{"/data/sessions/s/scratch"}, Mount: true, Network: true, MapIDs: true, UID: 4242, GID: 0, Landlock: true},
 	} {
 		args := []string{"sh", "-c", "echo --", "--", "p=/x"}
 		a := s.Args(args)

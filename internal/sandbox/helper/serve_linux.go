@@ -18,7 +18,8 @@ const (
 	// msgRequest, from meka: the command, as NUL-ended fields of a
 	// letter, '=', and a value: p (program), d (directory), t (its temp
 	// dir, writable), a (each argument), e (each environment entry), r
-	// (each path kept read-only), s (each outside socket to mask).
+	// (each path kept read-only), s (each outside socket to mask), h
+	// (each path masked) and v (each path shown through a mask).
 	msgRequest = 'q'
 	// msgStarted, from the helper: the command runs.
 	msgStarted = 's'
@@ -157,7 +158,7 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 		return 0, 0, wrap("read request", err)
 	}
 	var path, dir, temp string
-	var args, env, protected, sockets []string
+	var args, env, protected, sockets, masked, visible []string
 	for len(body) > 0 {
 		i := 0
 		for i < len(body) && body[i] != 0 {
@@ -182,6 +183,10 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 			protected = append(protected, val)
 		case 's':
 			sockets = append(sockets, val)
+		case 'h':
+			masked = append(masked, val)
+		case 'v':
+			visible = append(visible, val)
 		default:
 			return 0, 0, errorString("malformed request")
 		}
@@ -190,7 +195,7 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 	if path == "" || len(args) == 0 {
 		return 0, 0, errorString("no command")
 	}
-	if err := threadMounts(s, temp, protected, sockets); err != nil {
+	if err := threadMounts(s, temp, protected, sockets, masked, visible); err != nil {
 		return 0, 0, err
 	}
 	if err := confineThread(s, temp); err != nil {
@@ -227,10 +232,13 @@ func start(s Spec, conn int, stdio [3]int) (pid, pidfd int, err error) {
 // backend); and protected and sockets, listed for this command, are bound
 // read-only and masked afresh, over whatever has replaced what the
 // launcher's own mounts hold since it started (a .git made again, an
-// agent's socket). Mounts must precede Landlock, which forbids them.
-func threadMounts(s Spec, temp string, protected, sockets []string) error {
+// agent's socket); and masked are hidden, visible shown through them
+// (see mask): the launcher's own mounts hide nothing, so one launcher
+// serves every session, each command seeing only its own scratchpad.
+// Mounts must precede Landlock, which forbids them.
+func threadMounts(s Spec, temp string, protected, sockets, masked, visible []string) error {
 	root := s.TempRoot
-	if temp == "" && len(protected) == 0 && len(sockets) == 0 {
+	if temp == "" && len(protected) == 0 && len(sockets) == 0 && len(masked) == 0 {
 		return nil
 	}
 	if temp != "" && (root == "" || temp == root || !within(temp, root)) {
@@ -288,7 +296,7 @@ func threadMounts(s Spec, temp string, protected, sockets []string) error {
 			return wrap("mask socket "+k, err)
 		}
 	}
-	return nil
+	return mask(masked, visible, writable)
 }
 
 // confineThread gives this thread, and so the command it starts, only

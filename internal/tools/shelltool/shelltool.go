@@ -80,6 +80,11 @@ type Options struct {
 	// writable root: meka's config and data directories. Each root's
 	// .git/hooks and .git/config are protected as well.
 	Protected []string
+	// Masked are hidden from confined commands, read and write: meka's
+	// data and config directories (the serve token, the database, other
+	// sessions' logs). Visible inside them stay readable: the session's
+	// scratchpad and task output.
+	Masked, Visible []string
 	// RunningDir is where the process groups of running commands are
 	// noted, so that the next holder of the session kills what this one
 	// left running if it dies (sandbox.KillRecorded); empty notes none.
@@ -302,6 +307,7 @@ func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 		Args: []string{"sh", "-c", a.Command}, Dir: cwd, Env: env,
 		Mode: mode, Writable: writable, Backend: backend,
 		Network: t.opts.Network, Protected: t.opts.Protected,
+		Masked: t.opts.Masked, Visible: t.opts.Visible,
 	})
 }
 
@@ -359,6 +365,7 @@ func (t *Tool) background(a args, cwd string, env []string, mode sandbox.Mode, w
 		Command: a.Command, Dir: cwd, Env: env, Mode: mode,
 		Writable: writable, Backend: backend, Timeout: timeout,
 		Network: t.opts.Network, Protected: t.opts.Protected,
+		Masked: t.opts.Masked, Visible: t.opts.Visible,
 	})
 	if err != nil {
 		return tool.Errorf("shell_execute could not start the background task: %v", err), nil
