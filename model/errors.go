@@ -27,6 +27,8 @@ type Error struct {
 	// RetryAfter is what the provider asked for on a 429 or 503, if anything.
 	RetryAfter time.Duration
 	Err        error
+	// Hint says what to do about it (Advice), when something can be.
+	Hint string
 }
 
 func (e *Error) Error() string {
@@ -38,6 +40,9 @@ func (e *Error) Error() string {
 		msg += ": " + e.Body
 	} else if e.Err != nil {
 		msg += ": " + e.Err.Error()
+	}
+	if e.Hint != "" {
+		msg += "; " + e.Hint
 	}
 	return msg
 }
@@ -55,10 +60,13 @@ func (e *Error) Display() string {
 	if body == "" && e.Err != nil {
 		body = e.Err.Error()
 	}
-	if body == "" {
-		return msg
+	if body != "" {
+		msg += ": " + Cap(body, DisplayCap)
 	}
-	return msg + ": " + Cap(body, DisplayCap)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
 }
 
 // Retryable reports whether the same request may succeed later: a 408,

@@ -85,6 +85,10 @@ func (g *globals) prepare() (*prepared, error) {
 	if err := g.checkKey(prof); err != nil {
 		return nil, usageError("%v", err)
 	}
+	if g.verbose > 0 {
+		base, from := endpointOf(prof)
+		g.logger().Info("profile", "name", prof.Name, "provider", string(prof.Provider), "model", prof.Model, "base_url", base, "base_url_from", from)
+	}
 	if cfg.PlanFor(cfg.Profiles[prof.Name]) == config.PlanChecklist {
 		checklistNotice(g.stderr, cfg.Tools)
 	}
@@ -227,13 +231,16 @@ func (g *globals) provider(p config.Profile) (model.Provider, error) {
 	}
 	hc := model.HTTPClient(p.ConnectTimeout)
 	waits := model.Timeouts{FirstToken: p.FirstTokenTimeout, StreamIdle: p.StreamIdleTimeout}
+	// A failure says what to change: the key's variable, the base URL.
+	base, _ := endpointOf(p)
+	where := model.Where{KeyEnv: p.APIKeyEnv, BaseURL: base, Model: p.Model}
 	switch p.Provider {
 	case config.ProviderOpenAI:
-		return openai.New(openai.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
-			HTTPClient: hc, Timeouts: waits}), nil
+		return model.Advised(openai.New(openai.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
+			HTTPClient: hc, Timeouts: waits}), where), nil
 	case config.ProviderAnthropic:
-		return anthropic.New(anthropic.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
-			HTTPClient: hc, Timeouts: waits}), nil
+		return model.Advised(anthropic.New(anthropic.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
+			HTTPClient: hc, Timeouts: waits}), where), nil
 	case config.ProviderScript:
 		s, err := script.Load(p.Script)
 		if err != nil {
@@ -242,6 +249,22 @@ func (g *globals) provider(p config.Profile) (model.Provider, error) {
 		return script.New(s), nil
 	}
 	return nil, fmt.Errorf("unknown provider %q", p.Provider)
+}
+
+// endpointOf is the base URL profile p sends to and where it came from:
+// the variable that set it, the config file, or the provider's default.
+func endpointOf(p config.Profile) (base, from string) {
+	switch {
+	case p.BaseURLEnv != "":
+		return p.BaseURL, "$" + p.BaseURLEnv
+	case p.BaseURL != "":
+		return p.BaseURL, "config"
+	case p.Provider == config.ProviderOpenAI:
+		return openai.DefaultBaseURL, "default"
+	case p.Provider == config.ProviderAnthropic:
+		return anthropic.DefaultBaseURL, "default"
+	}
+	return "", ""
 }
 
 // checkKey refuses a profile that needs an API key whose variable is

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,69 @@ func TestTyposRefusedWithSuggestion(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d requests reached the model", n)
+	}
+}
+
+// A provider's refusal says what to change: the key's variable, the base
+// URL, the URL that could not be reached.
+func TestProviderErrorsSayWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		name, rounds, want string
+	}{
+		{"401", `[{"error":{"status":401,"body":"{\"error\":{\"message\":\"Incorrect API key\"}}"}}]`, "the key in $TEST_KEY was refused by "},
+		{"404", `[{"error":{"status":404,"body":"404 page not found"}}]`, "nothing answers at the base URL "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := serve(t, tc.rounds)
+			_, errOut, code := run(t, t.TempDir(), configured(t, srv, ""), "-p", "hi")
+			if code != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, srv.URL+"/v1") {
+				t.Fatalf("code %d stderr %q", code, errOut)
+			}
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		env := isolatedEnv(t, "OPENAI_API_KEY=k", "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
+		_, errOut, code := run(t, t.TempDir(), env, "-p", "hi")
+		if code != 1 || !strings.Contains(errOut, "cannot reach http://127.0.0.1:1/v1") {
+			t.Fatalf("code %d stderr %q", code, errOut)
+		}
+	})
+	t.Run("anthropic /v1", func(t *testing.T) {
+		srv := serve(t, `[{"text":"never"}]`)
+		env := isolatedEnv(t, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+srv.URL+"/v1")
+		_, errOut, code := run(t, t.TempDir(), env, "-p", "hi")
+		if code != 1 || !strings.Contains(errOut, "ends in /v1, and meka adds /v1/messages itself: drop the /v1") {
+			t.Fatalf("code %d stderr %q", code, errOut)
+		}
+	})
+}
+
+// OPENAI_BASE_URL gives a configured profile that sets no base_url its
+// endpoint (defaults < file < environment), never one that sets it; -v
+// says which profile, provider, model and base URL are in use and where
+// the URL came from.
+func TestBaseURLPrecedence(t *testing.T) {
+	srv := serve(t, `[{"text":"via env"},{"text":"via file"}]`)
+	dir := t.TempDir()
+	cfg := dir + "/config.toml"
+	body := "default_profile = \"plain\"\n[profiles.plain]\nprovider = \"openai\"\nmodel = \"m\"\napi_key_env = \"TEST_KEY\"\n" +
+		"[profiles.pinned]\nprovider = \"openai\"\nmodel = \"p\"\napi_key_env = \"TEST_KEY\"\nbase_url = \"" + srv.URL + "/v1\"\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := isolatedEnv(t, "MEKA_CONFIG="+cfg, "TEST_KEY=k", "OPENAI_BASE_URL="+srv.URL+"/v1")
+	out, errOut, code := run(t, t.TempDir(), env, "-v", "-p", "hi")
+	if code != 0 || out != "via env\n" {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
+	}
+	for _, want := range []string{"name=plain", "provider=openai", "model=m", "base_url=" + srv.URL + "/v1", "base_url_from=$OPENAI_BASE_URL"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("-v lacks %q: %q", want, errOut)
+		}
+	}
+	env = isolatedEnv(t, "MEKA_CONFIG="+cfg, "TEST_KEY=k", "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
+	out, errOut, code = run(t, t.TempDir(), env, "-v", "--profile", "pinned", "-p", "hi")
+	if code != 0 || out != "via file\n" || !strings.Contains(errOut, "base_url_from=config") {
+		t.Fatalf("pinned: code %d stdout %q stderr %q", code, out, errOut)
 	}
 }

@@ -85,7 +85,7 @@ func TestOneshotSkillAndInstructions(t *testing.T) {
 	if code != 0 || out != "deployed.\n" {
 		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "[meka] instructions: "+filepath.Join(work, "AGENTS.md")+" (14 bytes)") {
+	if !strings.Contains(errOut, "meka: instructions: "+filepath.Join(work, "AGENTS.md")+" (14 bytes)") {
 		t.Errorf("stderr does not name the instructions: %q", errOut)
 	}
 	if !strings.Contains(errOut, "Skill skipped: "+filepath.Join(work, ".meka/skills/bad/SKILL.md")) {

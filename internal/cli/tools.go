@@ -174,9 +174,9 @@ func renderPlan(ev agent.Event) (string, bool) {
 		return "", false
 	}
 	if len(c.Items) == 0 {
-		return "[meka] plan: empty\n", true
+		return "meka: plan: empty\n", true
 	}
-	return "[meka] plan:\n" + plan.Lines(c.Items), true
+	return "meka: plan:\n" + plan.Lines(c.Items), true
 }
 
 // checkWorkspaceHome refuses the workspace level in / or the home

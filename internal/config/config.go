@@ -113,6 +113,10 @@ type Profile struct {
 	Model string
 	// BaseURL overrides the provider's endpoint; empty means its default.
 	BaseURL string
+	// BaseURLEnv names the environment variable BaseURL came from
+	// (OPENAI_BASE_URL, ANTHROPIC_BASE_URL); empty when it came from the
+	// file or is the provider's default.
+	BaseURLEnv string
 	// APIKeyEnv names the environment variable holding the API key;
 	// DefaultKeyEnv(Provider) when the file names none. The key itself is
 	// never in the config.
@@ -423,7 +427,15 @@ func (c *Config) ResolveProfile(name string, getenv func(string) string) (Profil
 		return EnvProfile(Provider(name), getenv), nil
 	}
 	if len(c.Profiles) > 0 {
-		return c.Profile(name)
+		p, err := c.Profile(name)
+		if err == nil && p.BaseURL == "" && IsEnvProvider(string(p.Provider)) {
+			// The environment's endpoint for a profile whose file sets none
+			// (defaults < file < environment).
+			if v := getenv(BaseURLEnv(p.Provider)); v != "" {
+				p.BaseURL, p.BaseURLEnv = v, BaseURLEnv(p.Provider)
+			}
+		}
+		return p, err
 	}
 	p, ok := ZeroConfigProfile(getenv)
 	if !ok {

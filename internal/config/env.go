@@ -29,17 +29,26 @@ func IsEnvProvider(name string) bool {
 // URL in OPENAI_BASE_URL or ANTHROPIC_BASE_URL, the model in MEKA_MODEL.
 // The key may be empty; Profile.NeedsKey says whether that is a problem.
 func EnvProfile(p Provider, getenv func(string) string) Profile {
-	baseURL := "OPENAI_BASE_URL"
-	if p == ProviderAnthropic {
-		baseURL = "ANTHROPIC_BASE_URL"
-	}
+	baseURL := BaseURLEnv(p)
 	model := getenv("MEKA_MODEL")
 	if model == "" {
 		model = DefaultModel(p)
 	}
 	prof := newProfile(string(p))
 	prof.Provider, prof.Model, prof.BaseURL, prof.APIKeyEnv = p, model, getenv(baseURL), DefaultKeyEnv(p)
+	if prof.BaseURL != "" {
+		prof.BaseURLEnv = baseURL
+	}
 	return prof
+}
+
+// BaseURLEnv is the variable holding provider p's endpoint for profiles
+// that set no base_url: OPENAI_BASE_URL or ANTHROPIC_BASE_URL.
+func BaseURLEnv(p Provider) string {
+	if p == ProviderAnthropic {
+		return "ANTHROPIC_BASE_URL"
+	}
+	return "OPENAI_BASE_URL"
 }
 
 // NoProfileHelp is the text to print beside ErrNoProfile: the two ways to

@@ -20,11 +20,11 @@ func TestZeroConfigProfile(t *testing.T) {
 		{"openai", mapEnv{"OPENAI_API_KEY": "k"},
 			Profile{Name: "default", Provider: ProviderOpenAI, Model: "gpt-4.1", APIKeyEnv: "OPENAI_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 		{"openai with url and model", mapEnv{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "MEKA_MODEL": "qwen"},
-			Profile{Name: "default", Provider: ProviderOpenAI, Model: "qwen", BaseURL: "http://127.0.0.1:8080/v1", APIKeyEnv: "OPENAI_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
+			Profile{Name: "default", Provider: ProviderOpenAI, Model: "qwen", BaseURL: "http://127.0.0.1:8080/v1", BaseURLEnv: "OPENAI_BASE_URL", APIKeyEnv: "OPENAI_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 		{"anthropic", mapEnv{"ANTHROPIC_API_KEY": "k", "OPENAI_BASE_URL": "ignored"},
 			Profile{Name: "default", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 		{"anthropic with url and model", mapEnv{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "https://proxy", "MEKA_MODEL": "claude-opus-4-1"},
-			Profile{Name: "default", Provider: ProviderAnthropic, Model: "claude-opus-4-1", BaseURL: "https://proxy", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
+			Profile{Name: "default", Provider: ProviderAnthropic, Model: "claude-opus-4-1", BaseURL: "https://proxy", BaseURLEnv: "ANTHROPIC_BASE_URL", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 		{"both: openai first", mapEnv{"ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o"},
 			Profile{Name: "default", Provider: ProviderOpenAI, Model: "gpt-4.1", APIKeyEnv: "OPENAI_API_KEY", Vision: true, ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}, true},
 	}
@@ -96,7 +96,7 @@ func TestResolveEnvProvider(t *testing.T) {
 	env := mapEnv{"OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "ANTHROPIC_BASE_URL": "https://proxy"}
 	c := Default()
 	p, err := c.ResolveProfile("anthropic", env.get)
-	want := Profile{Name: "anthropic", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", BaseURL: "https://proxy", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true,
+	want := Profile{Name: "anthropic", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", BaseURL: "https://proxy", BaseURLEnv: "ANTHROPIC_BASE_URL", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true,
 		ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}
 	if err != nil || p != want {
 		t.Fatalf("ResolveProfile(anthropic) = %+v, %v", p, err)
@@ -106,8 +106,18 @@ func TestResolveEnvProvider(t *testing.T) {
 		t.Fatalf("with profiles configured: %+v, %v", p, err)
 	}
 	c.Profiles["openai"] = Profile{Name: "openai", Provider: ProviderOpenAI, Model: "local", BaseURL: "http://127.0.0.1:1/v1"}
+	c.Profiles["cloud"] = Profile{Name: "cloud", Provider: ProviderAnthropic, Model: "m"}
 	if p, err := c.ResolveProfile("openai", env.get); err != nil || p.Model != "local" {
 		t.Fatalf("a configured profile named openai: %+v, %v", p, err)
+	}
+	// docs/config.md: defaults < file < environment. The variable gives a
+	// profile that sets no base_url its endpoint, and never overrides one
+	// that does.
+	if p, err := c.ResolveProfile("cloud", env.get); err != nil || p.BaseURL != "https://proxy" || p.BaseURLEnv != "ANTHROPIC_BASE_URL" {
+		t.Fatalf("a file profile without base_url: %+v, %v", p, err)
+	}
+	if p, _ := c.ResolveProfile("openai", mapEnv{"OPENAI_BASE_URL": "http://elsewhere/v1"}.get); p.BaseURL != "http://127.0.0.1:1/v1" || p.BaseURLEnv != "" {
+		t.Fatalf("the variable overrode the file's base_url: %+v", p)
 	}
 }
 

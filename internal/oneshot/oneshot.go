@@ -52,7 +52,7 @@ func Run(ctx context.Context, s *host.Session, prompt string, opts Options) int 
 	}
 	if opts.Verbose {
 		for _, f := range s.Instructions() {
-			fmt.Fprintf(opts.Stderr, "[meka] instructions: %s\n", f)
+			fmt.Fprintf(opts.Stderr, "meka: instructions: %s\n", f)
 		}
 	}
 
@@ -95,14 +95,14 @@ func (r *renderer) event(ev agent.Event) {
 		r.breakLine()
 		n := ev.Notice
 		r.failed = r.failed || n.Severity == session.SeverityError
-		line := "[meka] " + n.Title
+		line := "meka: " + n.Title
 		if n.Description != "" {
 			line += ": " + n.Description
 		}
 		fmt.Fprintln(r.err, line)
 	case agent.Compacted:
 		r.breakLine()
-		fmt.Fprintln(r.err, "[meka] compacted the conversation")
+		fmt.Fprintln(r.err, "meka: compacted the conversation")
 	default:
 		if r.plan != nil {
 			if s, ok := r.plan(ev); ok {
