@@ -56,6 +56,13 @@ type Options struct {
 	SessionID string
 	Cwd       string
 	System    string
+	// Prelude, when set, is called once, before the first turn's input is
+	// stored: the system prompt it returns replaces System, and its
+	// entries (the prompt's record) are stored at the turn before. A host
+	// that opens a session ahead of its first turn (an editor's
+	// session/new) builds the prompt meanwhile and records it only when a
+	// request needs it. An error fails that turn; the next calls again.
+	Prelude func(ctx context.Context) (system string, entries []session.Entry, err error)
 
 	Contributors []RequestContributor
 	Interceptors []StopInterceptor
@@ -127,8 +134,12 @@ type Engine struct {
 	specsSent    bool // a request carried specs
 
 	running sync.Mutex // held for the length of a turn or compaction
+	// preluded says Options.Prelude has run; guarded by running.
+	preluded bool
+
 
 	mu       sync.Mutex // guards the fields below
+	system   string     // Options.System, or what Prelude returned
 	rows     []session.Row
 	view     []model.Message // what the model is sent, kept in step with rows
 	lastCtx  int             // tokens of the last request, as the provider counted them
@@ -172,7 +183,7 @@ func New(opts Options, rows []session.Row) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{opts: opts, folder: session.NewFolder(opts.Folds...)}
+	e := &Engine{opts: opts, folder: session.NewFolder(opts.Folds...), system: opts.System, preluded: opts.Prelude == nil}
 	e.rows = append([]session.Row(nil), rows...)
 	if err := e.refold(); err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)

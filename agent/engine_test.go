@@ -523,3 +523,45 @@ func TestSteerDuringTheLastReplyGetsARound(t *testing.T) {
 		t.Fatalf("%d requests", len(reqs))
 	}
 }
+
+// Prelude runs once, before the first turn's input is stored: its system
+// prompt is what every request carries and its entries are recorded at the
+// turn before. A failed prelude fails that turn and is tried again.
+func TestPrelude(t *testing.T) {
+	h := newHarness(t, `[{"text":"one"},{"text":"two"}]`)
+	calls := 0
+	e := h.engine(agent.Options{System: "placeholder", Prelude: func(context.Context) (string, []session.Entry, error) {
+		calls++
+		if calls == 1 {
+			return "", nil, errors.New("git is gone")
+		}
+		return "the real prompt", []session.Entry{session.SystemPrompt{Text: "the real prompt", Cwd: "/w"}}, nil
+	}})
+	if _, err := e.Run(t.Context(), userText("hi")); err == nil || !strings.Contains(err.Error(), "git is gone") {
+		t.Fatalf("a failed prelude: %v", err)
+	}
+	if rows := h.rows(); len(rows) != 0 {
+		t.Fatalf("a failed prelude stored %d rows", len(rows))
+	}
+	for _, msg := range []string{"hi", "again"} {
+		if _, err := e.Run(t.Context(), userText(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("prelude called %d times, want 2 (a failure, then once)", calls)
+	}
+	for i, r := range h.prov.Requests() {
+		if r.System != "the real prompt" {
+			t.Errorf("request %d system %q", i, r.System)
+		}
+	}
+	rows := h.rows()
+	sp, ok := rows[0].Entry.(session.SystemPrompt)
+	if !ok || sp.Text != "the real prompt" || rows[0].Turn != 0 {
+		t.Fatalf("first row %+v", rows[0])
+	}
+	if u, ok := rows[1].Entry.(session.UserMessage); !ok || rows[1].Turn != 1 || u.Parts[0].(model.Text).Text != "hi" {
+		t.Fatalf("second row %+v", rows[1])
+	}
+}

@@ -52,6 +52,9 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 	if _, err := e.closeOrphans(ctx); err != nil {
 		return end(StopFailed, err)
 	}
+	if err := e.prelude(ctx, ts.turn-1); err != nil {
+		return end(StopFailed, err)
+	}
 	if _, err := e.appendRows(ctx, ts.turn, input); err != nil {
 		return end(StopFailed, err)
 	}
@@ -223,7 +226,7 @@ func (e *Engine) callModel(ctx context.Context, ts *turnState) (*model.Response,
 // round.
 func (e *Engine) request(ctx context.Context, ts *turnState) *model.Request {
 	e.mu.Lock()
-	msgs := slices.Clone(e.view)
+	msgs, system := slices.Clone(e.view), e.system
 	e.mu.Unlock()
 
 	var extra model.Parts
@@ -232,7 +235,7 @@ func (e *Engine) request(ctx context.Context, ts *turnState) *model.Request {
 		extra = append(extra, c.Contribute(ctx, info)...)
 	}
 	return &model.Request{
-		System:          e.opts.System,
+		System:          system,
 		Messages:        msgs,
 		Tools:           e.currentSpecs(),
 		MaxOutputTokens: e.opts.MaxOutputTokens,
@@ -380,4 +383,24 @@ func failureNotice(err error) session.Notice {
 		desc = perr.Display()
 	}
 	return session.Notice{Severity: session.SeverityError, Title: FailedTurnTitle, Description: model.Cap(desc, model.DisplayCap)}
+}
+
+// prelude runs Options.Prelude once, storing its entries at turn; the
+// caller holds running.
+func (e *Engine) prelude(ctx context.Context, turn int64) error {
+	if e.preluded {
+		return nil
+	}
+	system, entries, err := e.opts.Prelude(ctx)
+	if err != nil {
+		return fmt.Errorf("prepare the session: %w", err)
+	}
+	if _, err := e.appendRows(ctx, turn, entries...); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.system = system
+	e.mu.Unlock()
+	e.preluded = true
+	return nil
 }

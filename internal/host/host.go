@@ -363,7 +363,7 @@ func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Se
 		h.mu.Lock()
 		if s, ok := h.open[meta.ID]; ok {
 			h.mu.Unlock()
-			if ws.holds(s.Meta(), s.prompt.Client) {
+			if ws.holds(s.Meta(), s.prompt.client) {
 				return s, nil
 			}
 			if s.Busy() {

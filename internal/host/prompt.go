@@ -75,8 +75,8 @@ func allows(l permission.Level) string {
 	return "read and write anywhere the user can"
 }
 
-// buildPrompt assembles a fresh system prompt for a session.
-func (h *Host) buildPrompt(ctx context.Context, meta session.Meta, prof Profile, level permission.Level, list []skills.Skill) prompt.Prompt {
+// promptOptions describe a fresh system prompt for a session, as of now.
+func (h *Host) promptOptions(meta session.Meta, prof Profile, level permission.Level, list []skills.Skill) prompt.Options {
 	po := h.opts.Prompt
 	o := prompt.Options{
 		Preamble:      preamble,
@@ -99,7 +99,7 @@ func (h *Host) buildPrompt(ctx context.Context, meta session.Meta, prof Profile,
 	if o.Shell == "" {
 		o.Shell = "sh"
 	}
-	return prompt.Build(ctx, o)
+	return o
 }
 
 // recordedPrompt returns the last system prompt a session's log records.
@@ -112,14 +112,54 @@ func recordedPrompt(rows []session.Row) (session.SystemPrompt, bool) {
 	return session.SystemPrompt{}, false
 }
 
-// sessionPrompt returns the system prompt a session's requests start
-// with: the recorded one while it still describes the session (same
-// directories, same day, no reload asked), else a fresh one, recorded
-// with notices for skills that were skipped; extra (a sub-agent's
-// framing) is part of what is recorded. The client's addition is the
-// recorded one, or added when set; a changed addition builds a fresh
-// prompt. rows is returned with what was appended.
-func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permission.Level, prof Profile, rows []session.Row, fresh bool, list []skills.Skill, problems []skills.Problem, extra string, added *string) (session.SystemPrompt, []session.Row, error) {
+// sessionPrompt is the system prompt a session's requests start with.
+// The recorded one is taken while it still describes the session (same
+// directories, same day, no reload asked). Otherwise a fresh one is built
+// in the background, since git may take tens of milliseconds that opening
+// a session (an editor's session/new) should not wait for; the engine's
+// prelude waits for it before the first turn and records it then, with
+// notices for skills that were skipped, so the log holds exactly what the
+// model was sent, git state included. extra (a sub-agent's framing) is
+// part of what is recorded. The client's addition is the recorded one,
+// or added when set; a changed addition builds a fresh prompt.
+type sessionPrompt struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	// reused says rec is the recorded prompt, taken as it is.
+	reused bool
+	// client is the client's addition the prompt carries, known at once.
+	client string
+	rec    session.SystemPrompt // set before done is closed
+	// record is what the prelude stores.
+	record []session.Entry
+}
+
+// wait returns the prompt once it is built.
+func (p *sessionPrompt) wait() session.SystemPrompt {
+	<-p.done
+	return p.rec
+}
+
+// stop cancels a build still running (its git commands) and waits for it.
+func (p *sessionPrompt) stop() {
+	if p == nil {
+		return
+	}
+	p.cancel()
+	<-p.done
+}
+
+// prelude is the engine's Options.Prelude for a fresh prompt.
+func (p *sessionPrompt) prelude(ctx context.Context) (string, []session.Entry, error) {
+	select {
+	case <-p.done:
+		return p.rec.Text, p.record, nil
+	case <-ctx.Done():
+		return "", nil, context.Cause(ctx)
+	}
+}
+
+func (h *Host) sessionPrompt(meta session.Meta, level permission.Level, prof Profile, rows []session.Row, fresh bool, list []skills.Skill, problems []skills.Problem, extra string, added *string) *sessionPrompt {
 	loc := h.opts.Prompt.Location
 	if loc == nil {
 		loc = time.Local
@@ -131,23 +171,29 @@ func (h *Host) sessionPrompt(ctx context.Context, meta session.Meta, level permi
 		client = *added
 	}
 	if ok && !fresh && rec.Cwd == meta.Cwd && slices.Equal(rec.Roots, meta.AdditionalDirs) && rec.Day == day && rec.Client == client {
-		return rec, rows, nil
+		p := &sessionPrompt{done: make(chan struct{}), cancel: func() {}, reused: true, client: client, rec: rec}
+		close(p.done)
+		return p
 	}
-	p := h.buildPrompt(ctx, meta, prof, level, list)
-	rec = session.SystemPrompt{Text: p.Text + extra + clientSection(client), Client: client, Cwd: meta.Cwd, Roots: meta.AdditionalDirs, Day: p.Day}
-	for _, f := range p.Files {
-		rec.Files = append(rec.Files, f.String())
-	}
-	turn := session.LastTurn(rows)
-	add := []session.Row{{Turn: turn, Entry: rec}}
-	for _, n := range skillNotices(problems) {
-		add = append(add, session.Row{Turn: turn, Entry: n})
-	}
-	stored, err := h.opts.Store.Append(ctx, meta.ID, add)
-	if err != nil {
-		return rec, rows, fmt.Errorf("record system prompt: %w", err)
-	}
-	return rec, append(rows, stored...), nil
+	o := h.promptOptions(meta, prof, level, list)
+	// Git is bounded by Options.Git.Timeout; closing the session cancels it.
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &sessionPrompt{done: make(chan struct{}), cancel: cancel, client: client}
+	go func() {
+		defer close(p.done)
+		defer cancel()
+		built := prompt.Build(ctx, o)
+		rec := session.SystemPrompt{Text: built.Text + extra + clientSection(client), Client: client, Cwd: meta.Cwd, Roots: meta.AdditionalDirs, Day: built.Day}
+		for _, f := range built.Files {
+			rec.Files = append(rec.Files, f.String())
+		}
+		p.rec = rec
+		p.record = []session.Entry{rec}
+		for _, n := range skillNotices(problems) {
+			p.record = append(p.record, n)
+		}
+	}()
+	return p
 }
 
 // clientSection is a client's addition as the end of the system prompt:
@@ -161,7 +207,7 @@ func clientSection(client string) string {
 
 // ClientPrompt is the client's addition the session's system prompt
 // carries, "" for none.
-func (s *Session) ClientPrompt() string { return s.prompt.Client }
+func (s *Session) ClientPrompt() string { return s.prompt.client }
 
 func skillNotices(problems []skills.Problem) []session.Notice {
 	var out []session.Notice
@@ -177,10 +223,10 @@ func (s *Session) StartNotices() []session.Notice { return slices.Clone(s.startN
 
 // Instructions lists the instruction files the session's prompt loaded,
 // as /status shows them.
-func (s *Session) Instructions() []string { return slices.Clone(s.prompt.Files) }
+func (s *Session) Instructions() []string { return slices.Clone(s.prompt.wait().Files) }
 
 // SystemPrompt returns the system prompt the session's requests start with.
-func (s *Session) SystemPrompt() string { return s.prompt.Text }
+func (s *Session) SystemPrompt() string { return s.prompt.wait().Text }
 
 // Skills lists the skills a person may invoke in this session, found now
 // (a skill installed mid-session shows up), sorted by name.

@@ -33,8 +33,8 @@ type Session struct {
 	dataDir string
 	level   atomic.Int32
 	files   sessionFiles
-	// prompt is the recorded system prompt the engine was built with.
-	prompt       session.SystemPrompt
+	// prompt is the system prompt the engine's requests start with.
+	prompt       *sessionPrompt
 	startNotices []session.Notice
 	loaded       loadedSkills
 	// approvals is whether a call above the level is put to the asker.
@@ -186,11 +186,12 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock, a
 	if s.parent != nil {
 		extraPrompt = childSystem(def) // recorded with the prompt it is part of
 	}
-	s.prompt, rows, err = h.sessionPrompt(ctx, wide, s.Level(), prof, rows, h.takeReload(meta.ID), list, problems, extraPrompt, added)
-	if err != nil {
-		return nil, err
+	s.prompt = h.sessionPrompt(wide, s.Level(), prof, rows, h.takeReload(meta.ID), list, problems, extraPrompt, added)
+	if s.prompt.reused {
+		opts.System = s.prompt.rec.Text
+	} else {
+		opts.Prelude = s.prompt.prelude
 	}
-	opts.System = s.prompt.Text
 	s.startNotices = skillNotices(problems)
 	if def.MaxTurns > 0 {
 		opts.MaxTurns = def.MaxTurns
@@ -561,6 +562,7 @@ func (s *Session) close(ctx context.Context) error {
 // deliverer, then the tasks.
 func (s *Session) shutdown() {
 	s.stopOnce.Do(func() {
+		s.prompt.stop()
 		if s.stop != nil {
 			close(s.stop)
 			<-s.reporterDone
