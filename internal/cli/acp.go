@@ -87,7 +87,7 @@ func runACP(ctx context.Context, g *globals, workspace, readable []string) error
 	}
 	// The probes run in child processes, mostly on the other core, and
 	// the first session waits for them: start them with the handshake.
-	sandbox.Warm()
+	sandbox.Warm(g.probeCacheDir())
 	err = acp.Serve(ctx, g.stdin, g.stdout, acp.Options{
 		Open:                open,
 		Version:             version(),

@@ -226,6 +226,15 @@ func (g *globals) loadConfig() (*config.Config, error) {
 	return nil, usageError("%v", err)
 }
 
+// probeCacheDir is where the sandbox keeps its probes' passes across
+// runs (sandbox.Warm): the data directory, not created here; "" for none.
+func (g *globals) probeCacheDir() string {
+	if g.dataDir != "" {
+		return g.dataDir
+	}
+	return config.DataDir(g.getenv)
+}
+
 func (g *globals) dataDirectory() (string, error) {
 	dir := g.dataDir
 	if dir == "" {

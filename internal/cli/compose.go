@@ -118,7 +118,7 @@ func (g *globals) prepare() (*prepared, error) {
 func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 	cfg, perms := pre.cfg, pre.perms
 	awaitSignals(ctx)
-	sandbox.Warm() // while the database opens
+	sandbox.Warm(g.probeCacheDir()) // while the database opens
 	db, err := g.openDB(ctx, cfg)
 	if err != nil {
 		return nil, err

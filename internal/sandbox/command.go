@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"meka.dev/meka/internal/sandbox/helper"
@@ -158,10 +159,12 @@ type probe struct {
 }
 
 // The probes run once per process: what the machine offers does not
-// change while meka runs.
+// change while meka runs. Passes are kept across runs in the cache Warm
+// names (probecache.go).
 var (
-	bwrapWorks      = sync.OnceValues(probeBwrap)
-	namespacesWork  = sync.OnceValue(probeNamespaces)
+	probes          atomic.Pointer[probeCache]
+	bwrapWorks      = sync.OnceValues(func() (string, error) { return probes.Load().bwrap(lookBwrap, probeBwrap) })
+	namespacesWork  = sync.OnceValue(func() error { return probes.Load().namespaces(probeNamespaces) })
 	hostProbeCached = sync.OnceValue(func() probe {
 		return probe{landlockABI: landlockABI, bwrap: bwrapWorks, executable: os.Executable, namespaces: namespacesWork}
 	})
@@ -175,15 +178,23 @@ func hostProbe() probe { return hostProbeCached() }
 // of them; whoever needs a probe before it is done waits for it. The
 // helper's goes first, alone: it decides the preferred backend, and
 // bubblewrap's is needed only where that one cannot confine.
-func Warm() { warmOnce() }
+//
+// cacheDir, when not empty, keeps the probes' passes across runs in
+// ProbeCacheName there, for as long as the binary, the kernel and the
+// user stay the same; a process whose first probe ran before Warm keeps
+// nothing. Only the first call counts.
+func Warm(cacheDir string) {
+	warmOnce.Do(func() {
+		probes.Store(newProbeCache(cacheDir, machineKey))
+		p := hostProbe()
+		go func() {
+			_ = p.namespaces()
+			_, _ = p.bwrap()
+		}()
+	})
+}
 
-var warmOnce = sync.OnceFunc(func() {
-	p := hostProbe()
-	go func() {
-		_ = p.namespaces()
-		_, _ = p.bwrap()
-	}()
-})
+var warmOnce sync.Once
 
 // guarantees works out what backend can promise here.
 func (p probe) guarantees(backend string) Guarantees {
@@ -488,6 +499,15 @@ func lookPath(name, pathEnv, dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("look up %s: %w", name, fs.ErrNotExist)
+}
+
+// lookBwrap finds the bubblewrap binary probeBwrap would run.
+func lookBwrap() (fileID, error) {
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return fileID{}, err
+	}
+	return statID(p)
 }
 
 func probeBwrap() (string, error) {

@@ -59,6 +59,15 @@ func sysProcAttr(ns nsKind) *syscall.SysProcAttr {
 	return attr
 }
 
+// kernelID is the kernel's release and build, as uname -rv says them.
+func kernelID() (string, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "", err
+	}
+	return unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Version[:]), nil
+}
+
 // probeNamespaces runs the helper as a command would, mounts and all,
 // with true as the command: the namespaces must be there, and the
 // helper, started by an undumpable meka, must be able to map its ids.
