@@ -137,7 +137,6 @@ type Engine struct {
 	// preluded says Options.Prelude has run; guarded by running.
 	preluded bool
 
-
 	mu       sync.Mutex // guards the fields below
 	system   string     // Options.System, or what Prelude returned
 	rows     []session.Row
