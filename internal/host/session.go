@@ -229,6 +229,54 @@ func (s *Session) Plan() (c plan.Changed, ok bool) {
 	return plan.Changed{}, false
 }
 
+// StoredPlan is Session.Plan for session id whether or not it is open
+// here: a session this host holds answers from its folds, any other from
+// its log, folded as opening it would fold it, without opening it (another
+// process may hold it). ok is false when the session keeps no plan.
+func (h *Host) StoredPlan(ctx context.Context, id string) (c plan.Changed, ok bool, err error) {
+	if s, held := h.Get(id); held {
+		c, ok = s.Plan()
+		return c, ok, nil
+	}
+	meta, err := h.opts.Store.Get(ctx, id)
+	if err != nil {
+		return c, false, fmt.Errorf("read plan: %w", err)
+	}
+	rows, err := h.opts.Store.Rows(ctx, meta.ID, 0)
+	if err != nil {
+		return c, false, fmt.Errorf("read plan: %w", err)
+	}
+	level, lerr := permission.ParseLevel(meta.Permission)
+	if lerr != nil {
+		level = h.opts.Permissions.Default
+	}
+	env := Env{SessionID: meta.ID, Meta: meta, Profile: Profile{Name: meta.Profile},
+		Level: func() permission.Level { return level }, Project: func() string { return meta.Project },
+		Denied: tool.NewRegistry(h.opts.Deny...).Denied}
+	if meta.ParentID != "" {
+		env.Depth = 1
+	}
+	var folds []session.Fold
+	for _, ext := range h.opts.Extensions {
+		x, err := ext(env)
+		if err != nil {
+			return c, false, fmt.Errorf("read plan: %w", err)
+		}
+		folds = append(folds, x.Folds...)
+	}
+	if err := session.NewFolder(folds...).Replay(rows); err != nil {
+		return c, false, fmt.Errorf("read plan: %w", err)
+	}
+	for _, f := range folds {
+		if sn, isPlan := f.(plan.Snapshotter); isPlan {
+			if c, ok := sn.Snapshot(); ok {
+				return c, true, nil
+			}
+		}
+	}
+	return plan.Changed{}, false, nil
+}
+
 // ID returns the session's id.
 func (s *Session) ID() string { return s.id }
 

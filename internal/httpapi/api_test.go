@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -217,5 +218,50 @@ func TestBadInputRefused(t *testing.T) {
 	h.json("GET", "/v1/sessions", nil, http.StatusOK, &page)
 	if len(page.Items) != 1 || len(h.prov.Requests()) != 0 {
 		t.Fatalf("after refusals: %d sessions, %d model requests", len(page.Items), len(h.prov.Requests()))
+	}
+}
+
+// GET /v1/sessions/{id} carries the checklist whether or not the server
+// holds the session: the open items and the deferred ones with what they
+// wait on, folded from the log when nothing holds it; [] when nothing is
+// owed.
+func TestRecordChecklistAlways(t *testing.T) {
+	h := newHarness(t, `[
+	 {"tool_calls":[{"id":"a","name":"checklist_add","arguments":{"items":["Write the note","Ask Ana about the date","Tidy up"]}}]},
+	 {"tool_calls":[{"id":"e1","name":"checklist_edit","arguments":{"id":"c1","status":"completed"}},{"id":"e2","name":"checklist_edit","arguments":{"id":"c2","status":"deferred","reason":"waits on Ana's answer"}},{"id":"e3","name":"checklist_edit","arguments":{"id":"c3","status":"canceled","reason":"nothing to tidy"}}]},
+	 {"text":"Done for now."}]`)
+	var s sessionRec
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &s)
+	type item struct {
+		ID, Text, Status, Reason string
+		TaskID                   string `json:"task_id"`
+	}
+	type rec struct {
+		State     struct{ Held bool }
+		Checklist *[]item
+	}
+	var empty rec
+	h.json("GET", "/v1/sessions/"+s.ID, nil, http.StatusOK, &empty)
+	if empty.Checklist == nil || len(*empty.Checklist) != 0 {
+		t.Fatalf("a session with no list: %+v", empty.Checklist)
+	}
+	var tr turnRec
+	h.json("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "go"}}}, http.StatusAccepted, &tr)
+	h.json("GET", "/v1/sessions/"+s.ID+"/turns/"+tr.TurnID+"?wait=30s", nil, http.StatusOK, &tr)
+	if tr.Status != "completed" {
+		t.Fatalf("turn %+v", tr)
+	}
+	want := []item{{ID: "c2", Text: "Ask Ana about the date", Status: "deferred", Reason: "waits on Ana's answer"}}
+	for _, held := range []bool{true, false} {
+		if !held {
+			if err := h.host.CloseSession(t.Context(), s.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got rec
+		h.json("GET", "/v1/sessions/"+s.ID, nil, http.StatusOK, &got)
+		if got.State.Held != held || got.Checklist == nil || fmt.Sprint(*got.Checklist) != fmt.Sprint(want) {
+			t.Errorf("held %v: record %+v, checklist %+v", held, got.State, got.Checklist)
+		}
 	}
 }

@@ -127,13 +127,30 @@ func (srv *Server) recordOf(m session.Meta) record {
 			r.State.Status = "running"
 		}
 		if c, ok := s.Plan(); ok {
-			r.Checklist = []checklistItem{}
-			for _, it := range plan.OpenItems(c.Items) {
-				r.Checklist = append(r.Checklist, checklistItem{ID: it.ID, Text: it.Text, Status: string(it.Status), Reason: it.Reason, TaskID: it.Task})
-			}
+			r.Checklist = checklistOf(c)
 		}
 	}
 	return r
+}
+
+// checklistOf lists the items a plan still owes: the open ones and the
+// deferred ones, with what they wait on.
+func checklistOf(c plan.Changed) []checklistItem {
+	out := []checklistItem{}
+	for _, it := range c.Items {
+		if it.Status.Open() || it.Status == plan.Deferred {
+			out = append(out, checklistItem{ID: it.ID, Text: it.Text, Status: string(it.Status), Reason: it.Reason, TaskID: it.Task})
+		}
+	}
+	return out
+}
+
+// fullRecord is the record GET /v1/sessions/{id} answers: its checklist
+// is there whether or not this server holds the session, folded from the
+// log when it does not, and empty rather than missing.
+type fullRecord struct {
+	record
+	Checklist []checklistItem `json:"checklist"`
 }
 
 const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
@@ -241,7 +258,16 @@ func (srv *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, srv.recordOf(m))
+	rec := fullRecord{record: srv.recordOf(m), Checklist: []checklistItem{}}
+	c, ok, err := srv.opts.Host.StoredPlan(r.Context(), m.ID)
+	if err != nil {
+		srv.fail(w, r, err)
+		return
+	}
+	if ok {
+		rec.Checklist = checklistOf(c)
+	}
+	writeJSON(w, http.StatusOK, rec)
 }
 
 func (srv *Server) patchSession(w http.ResponseWriter, r *http.Request) {
