@@ -397,8 +397,8 @@ func TestPromptOverMaxRequestBytes(t *testing.T) {
 	if e == nil || e.Code != jsonrpc.InvalidParams || !strings.Contains(e.Message, "max_request_bytes") {
 		t.Fatalf("error %+v", e)
 	}
-	// Only the system prompt recorded when the session was created.
-	if rows, _ := h.host.Store().Rows(t.Context(), id, 0); len(rows) != 1 {
+	// Nothing: the system prompt is recorded with the first turn.
+	if rows, _ := h.host.Store().Rows(t.Context(), id, 0); len(rows) != 0 {
 		t.Fatalf("%d rows stored", len(rows))
 	}
 	if r := h.prompt(id, "short"); r.StopReason != "end_turn" {

@@ -48,8 +48,13 @@ func TestSubAgentEndToEnd(t *testing.T) {
 	if !strings.Contains(childReq, "You are the scout.") || strings.Contains(childReq, `"agent_spawn"`) {
 		t.Errorf("the sub-agent's request lacks its definition's prompt, or offers agent_spawn at depth 1")
 	}
-	if refusal := string(reqs[2].Body); !strings.Contains(refusal, "a sub-agent has no background tasks") {
-		t.Errorf("the background command was not refused with the reason")
+	// A sub-agent has no background tasks, so it is not offered them; a
+	// call that asks anyway is refused.
+	if strings.Contains(childReq, "Start the command as a background task") || strings.Contains(childReq, "set background: true") {
+		t.Errorf("the sub-agent is offered shell_execute's background")
+	}
+	if refusal := string(reqs[2].Body); !strings.Contains(refusal, "background") || strings.Contains(refusal, "Started background task") {
+		t.Errorf("the background command was not refused:\n%s", refusal)
 	}
 
 	list, _, code := run(t, work, env, "sessions", "list")
