@@ -53,6 +53,10 @@ type globals struct {
 	// commandNames are the subcommands taken off the root when --oneshot
 	// made every word a prompt; refuseMistake still knows them.
 	commandNames []string
+	// jsonEvents and inputFormat are --oneshot's --json and
+	// --input-format.
+	jsonEvents  bool
+	inputFormat string
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -173,6 +177,8 @@ Exit status:
 	f.CountVarP(&g.verbose, "verbose", "v", "log to stderr: -v info, -vv debug")
 	lf := root.Flags()
 	lf.BoolVarP(&oneshot, "oneshot", "p", false, "run one turn and exit: in a new session, or the one -c or -r names; every word after it is the prompt")
+	lf.BoolVar(&g.jsonEvents, "json", false, "with --oneshot: stdout is JSON Lines, one event a line (docs/events.schema.json)")
+	lf.StringVar(&g.inputFormat, "input-format", "text", "with --oneshot --json: text, or stream-json to read user messages, steers and answers as JSON lines on stdin")
 	lf.BoolVarP(&cont, "continue", "c", false, "continue the latest session in this directory")
 	lf.StringVarP(&resume, "resume", "r", "", "resume a session by id (any unique prefix)")
 	lf.StringVar(&provider, "provider", "", "a configured profile, or openai or anthropic: that provider's profile from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY) unless the config names a profile so")

@@ -21,8 +21,19 @@ import (
 // --continue or --resume names (which it must be able to lock, as the
 // terminal does).
 func runOneshot(ctx context.Context, g *globals, prompt string, cont bool, resume string) error {
-	if strings.TrimSpace(prompt) == "" {
-		return usageError("--oneshot needs a prompt: meka --oneshot \"what to do\"")
+	stream := false
+	switch g.inputFormat {
+	case "", "text":
+	case "stream-json":
+		if !g.jsonEvents {
+			return usageError("--input-format stream-json needs --json")
+		}
+		stream = true
+	default:
+		return usageError("%v, not %q", errStreamFormat, g.inputFormat)
+	}
+	if !stream && strings.TrimSpace(prompt) == "" && !g.stdinPiped() {
+		return usageError("--oneshot needs a prompt: meka --oneshot \"what to do\", or pipe it in")
 	}
 	a, err := g.newApp(ctx)
 	if err != nil {
@@ -37,11 +48,30 @@ func runOneshot(ctx context.Context, g *globals, prompt string, cont bool, resum
 			return &exitError{code: 1, err: err}
 		}
 	}
+	if !stream {
+		limit := 0
+		if p, err := a.cfg.ResolveProfile(g.profile, g.getenv); err == nil {
+			limit = p.MaxRequestBytes
+		}
+		if prompt, err = g.oneshotPrompt(prompt, limit); err != nil {
+			return err
+		}
+	}
 	s, err := openSession(ctx, g, a, cont, resume)
 	if err != nil {
 		return err
 	}
-	code := oneshot.Run(ctx, s, prompt, oneshot.Options{Stdout: g.terminalSafe(g.stdout), Stderr: g.terminalSafe(g.stderr), Plan: renderPlan, Verbose: g.verbose > 0})
+	opts := oneshot.Options{Stdout: g.terminalSafe(g.stdout), Stderr: g.terminalSafe(g.stderr), Plan: renderPlan, Verbose: g.verbose > 0,
+		JSON: g.jsonEvents, Feed: a.db.feed, Relay: true, Resumed: cont || resume != "", Now: g.now}
+	if g.jsonEvents {
+		opts.Stdout = g.stdout // JSON escapes what a terminal would act on
+	}
+	var code int
+	if stream {
+		code = oneshot.RunStream(ctx, s, prompt, g.stdin, opts)
+	} else {
+		code = oneshot.Run(ctx, s, prompt, opts)
+	}
 	if code != 0 {
 		// oneshot has said why on stderr.
 		return &exitError{code: code}

@@ -94,9 +94,45 @@ type Frame struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-// Frame is the wire form of a stored event.
+// AppendJSON appends f's JSON. The envelope is written by hand, with the
+// time to the millisecond: data is already JSON, which json.Marshal would
+// parse again, and every door writes the same bytes for one event.
+func (f Frame) AppendJSON(b []byte) []byte {
+	b = append(b, '{')
+	if f.ID != "" {
+		b = append(b, `"id":"`...)
+		b = append(b, f.ID...)
+		b = append(b, `",`...)
+	}
+	b = append(b, `"type":`...)
+	b = strconv.AppendQuote(b, f.Type)
+	b = append(b, `,"timestamp":"`...)
+	b = f.Timestamp.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = append(b, '"')
+	if f.SessionID != "" {
+		b = append(b, `,"session_id":`...)
+		b = strconv.AppendQuote(b, f.SessionID)
+	}
+	if f.Turn != 0 {
+		b = append(b, `,"turn":`...)
+		b = strconv.AppendInt(b, f.Turn, 10)
+	}
+	b = append(b, `,"data":`...)
+	if len(f.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, f.Data...)
+	}
+	return append(b, '}')
+}
+
+// MarshalJSON is AppendJSON, for webhook bodies and the like.
+func (f Frame) MarshalJSON() ([]byte, error) { return f.AppendJSON(nil), nil }
+
+// Frame is the wire form of a stored event. Its time is cut to the
+// millisecond the stores keep, so a live frame and its replay agree.
 func (e Event) Frame() Frame {
-	return Frame{ID: strconv.FormatInt(e.ID, 10), Type: e.Type, Timestamp: e.Time.UTC(), SessionID: e.SessionID, Turn: e.Turn, Data: e.Data}
+	return Frame{ID: strconv.FormatInt(e.ID, 10), Type: e.Type, Timestamp: e.Time.UTC().Truncate(time.Millisecond), SessionID: e.SessionID, Turn: e.Turn, Data: e.Data}
 }
 
 // Ephemeral is the wire form of an event that is not stored.

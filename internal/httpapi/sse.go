@@ -189,8 +189,8 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 // writeFrame writes one SSE frame: id only for durable events.
 func writeFrame(w http.ResponseWriter, f frame) { w.Write(appendFrame(nil, f)) }
 
-// appendFrame appends one SSE frame. The envelope is written by hand: its
-// data is the feed's own JSON, which json.Marshal would parse again.
+// appendFrame appends one SSE frame: its id, its type, and the frame's
+// JSON (events.Frame.AppendJSON) as data.
 func appendFrame(b []byte, f frame) []byte {
 	if f.ID != "" {
 		b = append(b, "id: "...)
@@ -199,30 +199,7 @@ func appendFrame(b []byte, f frame) []byte {
 	}
 	b = append(b, "event: "...)
 	b = append(b, f.Type...)
-	b = append(b, "\ndata: {"...)
-	if f.ID != "" {
-		b = append(b, `"id":"`...)
-		b = append(b, f.ID...)
-		b = append(b, `",`...)
-	}
-	b = append(b, `"type":`...)
-	b = strconv.AppendQuote(b, f.Type)
-	b = append(b, `,"timestamp":"`...)
-	b = f.Timestamp.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	b = append(b, '"')
-	if f.SessionID != "" {
-		b = append(b, `,"session_id":`...)
-		b = strconv.AppendQuote(b, f.SessionID)
-	}
-	if f.Turn != 0 {
-		b = append(b, `,"turn":`...)
-		b = strconv.AppendInt(b, f.Turn, 10)
-	}
-	b = append(b, `,"data":`...)
-	if len(f.Data) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, f.Data...)
-	}
-	return append(b, "}\n\n"...)
+	b = append(b, "\ndata: "...)
+	b = f.AppendJSON(b)
+	return append(b, "\n\n"...)
 }

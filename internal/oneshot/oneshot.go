@@ -1,6 +1,9 @@
 // Package oneshot is the `meka --oneshot` front door: one turn in a new
-// session, the reply streamed to stdout, notices and stage directions to
-// stderr, and an exit status that says how the turn ended.
+// session, the final reply on stdout (as `claude -p` and `codex exec`
+// print it, for scripts), tool cards, notices and stage directions on
+// stderr, and an exit status that says how the turn ended. With --json,
+// stdout is the shared event vocabulary (internal/events), one event a
+// line.
 //
 // It renders typed events only; session lifecycle belongs to host.
 package oneshot
@@ -12,8 +15,10 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/events"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
@@ -38,15 +43,36 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// Plan renders plan changes; nil prints none.
 	Plan PlanRenderer
-	// Verbose shows thinking and the instruction files loaded on stderr.
+	// Verbose shows the session id, thinking, the text of rounds before
+	// the last and the instruction files loaded on stderr.
 	Verbose bool
+
+	// JSON writes events, one a line, to Stdout instead of the reply;
+	// Feed is where the store wrote the rows' durable events, read back
+	// for their ids. Relay lets a provider's error text into them.
+	JSON  bool
+	Feed  events.Store
+	Relay bool
+	// Resumed says the session existed before this run (-c, -r).
+	Resumed bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // Run runs prompt as one turn of s and returns the exit status.
 func Run(ctx context.Context, s *host.Session, prompt string, opts Options) int {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.JSON {
+		return runJSON(ctx, s, prompt, opts)
+	}
 	r := &renderer{out: opts.Stdout, err: opts.Stderr, plan: opts.Plan, verbose: opts.Verbose}
 	unsubscribe := s.Subscribe(r.event)
 	defer unsubscribe()
+	if opts.Verbose {
+		fmt.Fprintf(opts.Stderr, "[meka] session %s\n", s.ID())
+	}
 	for _, n := range s.StartNotices() {
 		r.event(agent.Notice{Notice: n})
 	}
@@ -58,6 +84,53 @@ func Run(ctx context.Context, s *host.Session, prompt string, opts Options) int 
 
 	res, err := s.Run(ctx, session.UserMessage{Parts: model.Parts{model.Text{Text: prompt}}})
 	r.endLine()
+	if res.Reply != "" {
+		io.WriteString(opts.Stdout, res.Reply)
+		if !strings.HasSuffix(res.Reply, "\n") {
+			io.WriteString(opts.Stdout, "\n")
+		}
+	}
+	return r.exit(res, err)
+}
+
+// runJSON is Run with --json: events on stdout, and on stderr only what
+// happens before the session exists.
+func runJSON(ctx context.Context, s *host.Session, prompt string, opts Options) int {
+	if opts.Feed == nil {
+		fmt.Fprintln(opts.Stderr, "meka: --json needs a store that keeps the event feed")
+		return ExitFailed
+	}
+	j := newJSONOut(opts.Stdout, opts.Feed, s.ID(), opts.Now, opts.Relay)
+	if err := j.start(ctx, s, opts.Resumed); err != nil {
+		fmt.Fprintf(opts.Stderr, "meka: %v\n", err)
+		return ExitFailed
+	}
+	r := &renderer{out: io.Discard, err: io.Discard}
+	unsubscribe := s.Subscribe(func(ev agent.Event) {
+		j.event(ev)
+		r.event(ev)
+	})
+	defer unsubscribe()
+	stop := make(chan struct{})
+	tailed := make(chan struct{})
+	go func() {
+		defer close(tailed)
+		j.tail(ctx, stop)
+	}()
+	res, err := s.Run(ctx, session.UserMessage{Parts: model.Parts{model.Text{Text: prompt}}})
+	if err != nil && res.Err == nil {
+		res.Err = err
+	}
+	if res.Stop == "" && err != nil {
+		res.Stop = agent.StopFailed
+	}
+	j.end(res)
+	close(stop)
+	<-tailed
+	unsubscribe()
+	r.mu.Lock()
+	r.err = opts.Stderr // the reason for the exit status, as without --json
+	r.mu.Unlock()
 	return r.exit(res, err)
 }
 
@@ -76,9 +149,10 @@ func (r *renderer) event(ev agent.Event) {
 	defer r.mu.Unlock()
 	switch ev := ev.(type) {
 	case agent.TextChunk:
-		io.WriteString(r.out, ev.Text)
-		if ev.Text != "" {
-			r.midLine = !strings.HasSuffix(ev.Text, "\n")
+		// Only the final reply goes to stdout, once the turn ends; the
+		// text of earlier rounds is progress.
+		if r.verbose {
+			io.WriteString(r.err, ev.Text)
 		}
 	case agent.ThoughtChunk:
 		if r.verbose {
