@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func (g *globals) newScheduling(cfg *config.Config, db *database) (*scheduling, 
 	if !sc.Enabled {
 		return nil, nil
 	}
-	f := &hostFirer{overrides: cfg.Tools.ToolPermissions}
+	f := &hostFirer{overrides: cfg.Tools.ToolPermissions, log: g.logger()}
 	loc := sc.Location
 	if loc == nil || sc.Timezone == "" {
 		loc = localZone(g.getenv)
@@ -100,6 +101,14 @@ func (sc *scheduling) attach(h *host.Host) {
 	}
 }
 
+// takeUnheld makes this host a daemon's: it also fires the jobs of
+// sessions no process holds, opening each for its turn (see hostFirer).
+func (sc *scheduling) takeUnheld() {
+	if sc != nil {
+		sc.firer.daemon.Store(true)
+	}
+}
+
 // start runs the scheduler loop until ctx ends or stop is called; stop
 // waits for the loop (and a turn it is delivering) to end.
 func (sc *scheduling) start(ctx context.Context) (stop func()) {
@@ -144,10 +153,20 @@ func localZone(getenv func(string) string) *time.Location {
 	return time.Local
 }
 
-// hostFirer fires jobs into the sessions a host holds open.
+// hostFirer fires jobs into the sessions a host holds open. A daemon's
+// (meka serve) also takes a session nobody holds when one of its jobs
+// comes due: it opens it, taking its lock, so the turn runs at the level
+// the session records, and the host releases it after [serve]
+// idle_timeout like a session a client opened. A session another live
+// process holds stays its holder's.
 type hostFirer struct {
 	h         atomic.Pointer[host.Host]
 	overrides map[string]permission.Level
+	daemon    atomic.Bool
+	log       *slog.Logger
+
+	mu     sync.Mutex        // guards warned
+	warned map[string]string // session id → the last failure to open it logged
 }
 
 var _ schedule.Firer = (*hostFirer)(nil)
@@ -160,9 +179,59 @@ func (f *hostFirer) session(id string) (*host.Session, bool) {
 	return h.Get(id)
 }
 
-func (f *hostFirer) Holds(id string) bool {
-	_, ok := f.session(id)
-	return ok
+func (f *hostFirer) Holds(ctx context.Context, id string) bool {
+	if _, ok := f.session(id); ok {
+		return true
+	}
+	h := f.h.Load()
+	if h == nil || !f.daemon.Load() {
+		return false
+	}
+	return f.take(ctx, h, id)
+}
+
+// take opens a session no process holds, for its due jobs; a sub-agent's
+// session is its parent's to open, and one held elsewhere is left alone.
+func (f *hostFirer) take(ctx context.Context, h *host.Host, id string) bool {
+	meta, err := h.Store().Get(ctx, id)
+	if err == nil && meta.ParentID != "" {
+		return false
+	}
+	if err == nil {
+		_, err = h.Open(ctx, id)
+	}
+	switch {
+	case err == nil:
+		f.noteOpen(id, "")
+		f.log.Info("opened a session nobody held to fire its job", "session_id", id)
+		return true
+	case errors.Is(err, session.ErrHeld), ctx.Err() != nil:
+		return false
+	}
+	// Said once per failure, not at every poll while it lasts.
+	if f.noteOpen(id, err.Error()) {
+		f.log.Warn("cannot open a session to fire its job; it waits", "session_id", id, "err", err)
+	}
+	return false
+}
+
+// noteOpen records the last failure to open a session ("" for none) and
+// reports whether it changed.
+func (f *hostFirer) noteOpen(id, failure string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.warned[id] == failure {
+		return false
+	}
+	if failure == "" {
+		delete(f.warned, id)
+		return true
+	}
+	if f.warned == nil {
+		f.warned = make(map[string]string)
+	}
+	f.warned[id] = failure
+	return true
 }
 
 func (f *hostFirer) Level(id string) (permission.Level, bool) {

@@ -394,7 +394,7 @@ func TestSchedulingFiresIntoHost(t *testing.T) {
 		t.Errorf("the delivered one-shot is still stored: %v", left)
 	}
 	// A session this host does not hold is not its to fire.
-	if sc.firer.Holds("00000000-0000-4000-8000-000000000000") {
+	if sc.firer.Holds(t.Context(), "00000000-0000-4000-8000-000000000000") {
 		t.Error("holds a session it never opened")
 	}
 }

@@ -157,6 +157,9 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 	if a.sched != nil {
 		a.sched.sched.OnFired(srv.ScheduleFired)
 	}
+	// A standing daemon fires the jobs of sessions nobody holds (seed 004);
+	// the server, built above, attaches each session that opens.
+	a.sched.takeUnheld()
 	defer a.startScheduler(ctx)()
 	if err := srv.Serve(ctx, l); err != nil {
 		return &exitError{code: 1, err: err}

@@ -185,10 +185,11 @@ type Options struct {
 type Host struct {
 	opts Options
 
-	mu      sync.Mutex // guards open, opening, reload, and opts.AdditionalDirs and opts.ReadableDirs
+	mu      sync.Mutex // guards open, opening, reload, onOpen, and opts.AdditionalDirs and opts.ReadableDirs
 	open    map[string]*Session
 	opening map[string]chan struct{} // closed when the opening ends
 	reload  map[string]bool          // sessions whose next load builds a fresh prompt
+	onOpen  func(*Session)
 }
 
 // New returns a host. It starts nothing.
@@ -413,8 +414,23 @@ func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Se
 	}
 	h.mu.Lock()
 	h.open[meta.ID] = s
+	onOpen := h.onOpen
 	h.mu.Unlock()
+	if onOpen != nil {
+		onOpen(s)
+	}
 	return s, nil
+}
+
+// OnOpen sets a function told of every session this host opens (created,
+// opened, forked), before Open returns it and so before any turn of it: a
+// front door that serves every session the process holds, such as meka
+// serve's feed, attaches there whoever opened the session (a scheduled
+// job's firer included). nil stops it.
+func (h *Host) OnOpen(fn func(*Session)) {
+	h.mu.Lock()
+	h.onOpen = fn
+	h.mu.Unlock()
 }
 
 // Latest opens the most recently used session in cwd.

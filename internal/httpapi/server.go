@@ -23,6 +23,9 @@ import (
 // Options configure a Server. The zero value of each field means its
 // default where one is given.
 type Options struct {
+	// Host is the host whose sessions the server serves: every top-level
+	// session it opens, whoever opens it (a client, or the scheduler
+	// firing a job of a session nobody held), is attached (Host.OnOpen).
 	Host *host.Host
 	Feed FeedStore
 	// Schedules is the scheduler's store and policy; nil when scheduling
@@ -88,7 +91,17 @@ func New(opts Options) (*Server, error) {
 		sessions: make(map[string]*attached), idem: make(map[string]*idempotency), subs: make(map[*subscriber]struct{})}
 	s.cache.feed = opts.Feed
 	s.routes()
+	opts.Host.OnOpen(s.opened)
 	return s, nil
+}
+
+// opened attaches a top-level session the host opened, so that its turns
+// reach the feed and its approvals this server even when no client opened
+// it; a sub-agent's route through its parent's.
+func (s *Server) opened(hs *host.Session) {
+	if hs.Meta().ParentID == "" {
+		s.attach(hs)
+	}
 }
 
 func (s *Server) routes() {

@@ -25,7 +25,7 @@ func (s *Scheduler) occurrence(ctx context.Context, j Job, now time.Time, res *S
 	// Earlier turns of this sweep may have taken a while: look again at
 	// whether the job may run, and keep the lease fresh.
 	level, ok := s.opts.Firer.Level(j.SessionID)
-	if !ok || !s.opts.Firer.Holds(j.SessionID) {
+	if !ok || !s.opts.Firer.Holds(ctx, j.SessionID) {
 		res.Returned++
 		s.release(j)
 		return false, nil

@@ -76,7 +76,7 @@ func (f *firer) addTool(t tool.Tool, needs permission.Level) {
 	f.needs[t.Spec().Name] = needs
 }
 
-func (f *firer) Holds(id string) bool {
+func (f *firer) Holds(_ context.Context, id string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.held[id]

@@ -98,7 +98,7 @@ func runHelper(mode string) int {
 // helperFirer holds every session at unrestricted and delivers every turn.
 type helperFirer struct{ fire func(schedule.Firing) }
 
-func (h *helperFirer) Holds(string) bool { return true }
+func (h *helperFirer) Holds(context.Context, string) bool { return true }
 func (h *helperFirer) Level(string) (permission.Level, bool) {
 	return permission.Unrestricted, true
 }

@@ -231,7 +231,7 @@ func (s *Scheduler) Sweep(ctx context.Context, now time.Time) (SweepResult, erro
 	var picks []pick
 	taken := make(map[string]int)
 	for _, j := range due {
-		if !s.opts.Firer.Holds(j.SessionID) {
+		if !s.opts.Firer.Holds(ctx, j.SessionID) {
 			res.Skipped++
 			continue
 		}

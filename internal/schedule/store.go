@@ -83,8 +83,11 @@ type Advance struct {
 // concurrent use.
 type Firer interface {
 	// Holds reports whether this process fires the session's jobs: it
-	// holds the session live (or, for a daemon, nobody holds it).
-	Holds(sessionID string) bool
+	// holds the session live, or, for a daemon, nobody else does and it
+	// has just taken the session. It is asked before an occurrence is
+	// claimed, so a session another process holds costs no claim and no
+	// gate.
+	Holds(ctx context.Context, sessionID string) bool
 	// Level returns the session's permission level now; ok is false when
 	// it cannot be established.
 	Level(sessionID string) (l permission.Level, ok bool)

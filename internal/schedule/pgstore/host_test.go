@@ -125,7 +125,7 @@ type firer struct {
 	say  func(string, ...any)
 }
 
-func (f *firer) Holds(string) bool { return true }
+func (f *firer) Holds(context.Context, string) bool { return true }
 func (f *firer) Level(string) (permission.Level, bool) {
 	return permission.Unrestricted, true
 }
