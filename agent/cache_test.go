@@ -13,6 +13,7 @@ import (
 	"meka.dev/meka/model/anthropic"
 	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/openai"
+	"meka.dev/meka/model/responses"
 	"meka.dev/meka/model/script"
 	"meka.dev/meka/tool"
 )
@@ -219,5 +220,61 @@ func TestOpenAICacheKeyOnlyWhereTaken(t *testing.T) {
 	}
 	if b := srv.Requests()[0].Body; bytes.Contains(b, []byte("prompt_cache_key")) {
 		t.Fatalf("sent %s", b)
+	}
+}
+
+// Every Responses request repeats the previous one's instructions, tools
+// and input items byte for byte, reasoning items included; the
+// per-request context is the last item, and the session id is the
+// prompt_cache_key.
+func TestResponsesPrefixIsStable(t *testing.T) {
+	h := newHarness(t, `[]`)
+	sc := tenRounds(t)
+	for i := range sc.Rounds {
+		sc.Rounds[i].Thinking = fmt.Sprintf("thought %d", i)
+	}
+	srv := modeltest.NewServer(t, sc)
+	runCacheTurn(t, h, responses.New(responses.Options{BaseURL: srv.URL + "/v1", Model: "gpt-test", HTTPClient: srv.Client()}))
+	reqs := srv.Requests()
+	if len(reqs) != 10 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	type body struct {
+		Instructions string            `json:"instructions"`
+		Tools        json.RawMessage   `json:"tools"`
+		Input        []json.RawMessage `json:"input"`
+		Key          string            `json:"prompt_cache_key"`
+	}
+	var prev body
+	for i, r := range reqs {
+		var b body
+		if err := json.Unmarshal(r.Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		if b.Key != h.id {
+			t.Errorf("request %d: prompt_cache_key %q, want the session id", i, b.Key)
+		}
+		n := len(b.Input)
+		if want := fmt.Sprintf(`{"type":"message","role":"user","content":[{"type":"input_text","text":"[reminder] round %d of turn 1"}]}`, i+1); string(b.Input[n-1]) != want {
+			t.Fatalf("request %d ends with %s", i, b.Input[n-1])
+		}
+		if i > 0 {
+			if b.Instructions != prev.Instructions || !bytes.Equal(b.Tools, prev.Tools) {
+				t.Fatalf("request %d: instructions or tools changed", i)
+			}
+			pn := len(prev.Input) - 1
+			if n-1 <= pn {
+				t.Fatalf("request %d: conversation did not grow", i)
+			}
+			for j := range pn {
+				if !bytes.Equal(b.Input[j], prev.Input[j]) {
+					t.Fatalf("request %d: item %d differs:\n%s\n%s", i, j, prev.Input[j], b.Input[j])
+				}
+			}
+			if !bytes.Contains(r.Body, []byte(fmt.Sprintf(`"encrypted_content":"modeltest-encrypted-%d"`, i))) {
+				t.Fatalf("request %d lacks the previous round's reasoning item", i)
+			}
+		}
+		prev = b
 	}
 }

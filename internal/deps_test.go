@@ -40,6 +40,7 @@ var allowed = map[string][]string{
 	"tool":                {"model", "permission"},
 	"model/openai":        {"model", "model/sse"},
 	"model/anthropic":     {"model", "model/sse"},
+	"model/responses":     {"model", "model/sse"},
 	"model/script":        {"model"},
 	"model/modeltest":     {"model", "model/script"},
 	"internal/task":       {"internal/sandbox"},

@@ -15,6 +15,7 @@ import (
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/anthropic"
 	"meka.dev/meka/model/openai"
+	"meka.dev/meka/model/responses"
 	"meka.dev/meka/model/script"
 	"meka.dev/meka/permission"
 )
@@ -237,10 +238,17 @@ func (g *globals) provider(p config.Profile) (model.Provider, error) {
 	switch p.Provider {
 	case config.ProviderOpenAI:
 		return model.Advised(openai.New(openai.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
-			HTTPClient: hc, Timeouts: waits}), where), nil
+			HTTPClient: hc, Timeouts: waits, ReasoningEffort: p.ReasoningEffort}), where), nil
+	case config.ProviderOpenAIResponses:
+		return model.Advised(responses.New(responses.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
+			HTTPClient: hc, Timeouts: waits, ReasoningEffort: p.ReasoningEffort}), where), nil
 	case config.ProviderAnthropic:
+		budget, err := anthropic.EffortBudget(p.ReasoningEffort)
+		if err != nil {
+			return nil, err
+		}
 		return model.Advised(anthropic.New(anthropic.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
-			HTTPClient: hc, Timeouts: waits}), where), nil
+			HTTPClient: hc, Timeouts: waits, ThinkingBudget: budget}), where), nil
 	case config.ProviderScript:
 		s, err := script.Load(p.Script)
 		if err != nil {
@@ -261,6 +269,8 @@ func endpointOf(p config.Profile) (base, from string) {
 		return p.BaseURL, "config"
 	case p.Provider == config.ProviderOpenAI:
 		return openai.DefaultBaseURL, "default"
+	case p.Provider == config.ProviderOpenAIResponses:
+		return responses.DefaultBaseURL, "default"
 	case p.Provider == config.ProviderAnthropic:
 		return anthropic.DefaultBaseURL, "default"
 	}

@@ -71,3 +71,25 @@ func TestOneshotRecordsCost(t *testing.T) {
 		t.Fatalf("costs %v, want %v", costs, want)
 	}
 }
+
+// A profile of provider openai-responses talks to /v1/responses, with
+// the profile's reasoning effort.
+func TestOneshotOpenAIResponses(t *testing.T) {
+	s, err := script.Parse([]byte(`{"rounds":[{"thinking":"hm","text":"Hello from Responses."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	work := t.TempDir()
+	env := isolatedEnv(t)
+	cfg := filepath.Join(work, "config.toml")
+	os.WriteFile(cfg, []byte("[profiles.r]\nprovider = \"openai-responses\"\nbase_url = \""+srv.URL+"/v1\"\nreasoning_effort = \"low\"\n"), 0o600)
+	out, errOut, code := run(t, work, env, "--config", cfg, "--oneshot", "hi")
+	if code != 0 || out != "Hello from Responses.\n" {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || reqs[0].Path != "/v1/responses" || !bytes.Contains(reqs[0].Body, []byte(`"reasoning":{"effort":"low","summary":"auto"}`)) {
+		t.Fatalf("requests %+v", reqs)
+	}
+}

@@ -17,7 +17,6 @@ var inertKeys = []struct {
 	// applies, when set, says whether the key is inert under cfg.
 	applies func(cfg *config.Config) bool
 }{
-	{key: "profiles.NAME.reasoning_effort", why: "no provider adapter passes it on yet"},
 	{key: "tools.plan_check_completion", why: "the checklist always holds a turn with open items; the key applies to update_plan and write_todos", applies: checklistOnly},
 	{key: "tools.max_completion_nudges", why: "the checklist has its own caps; the key applies to update_plan and write_todos", applies: checklistOnly},
 }

@@ -17,7 +17,6 @@ func TestInertKeysWarnAtLoad(t *testing.T) {
 	os.WriteFile(cfg, []byte(`[profiles.demo]
 provider = "script"
 script = "demo.json"
-reasoning_effort = "high"
 
 [tools]
 max_completion_nudges = 4
@@ -30,8 +29,7 @@ max_completion_nudges = 4
 		t.Errorf("serve.listen is used by meka serve, yet warned about:\n%s", errOut)
 	}
 	for _, want := range []string{
-		cfg + ":4: profiles.demo.reasoning_effort does nothing yet",
-		cfg + ":7: tools.max_completion_nudges does nothing yet",
+		cfg + ":6: tools.max_completion_nudges does nothing yet",
 	} {
 		if strings.Count(errOut, want) != 1 {
 			t.Errorf("stderr lacks %q once:\n%s", want, errOut)

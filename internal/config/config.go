@@ -16,14 +16,26 @@ import (
 type Provider string
 
 const (
-	ProviderOpenAI    Provider = "openai"
-	ProviderAnthropic Provider = "anthropic"
+	ProviderOpenAI Provider = "openai"
+	// ProviderOpenAIResponses is OpenAI's Responses API, which keeps a
+	// reasoning model's reasoning from one request to the next.
+	ProviderOpenAIResponses Provider = "openai-responses"
+	ProviderAnthropic       Provider = "anthropic"
 	// ProviderScript replays a script file instead of calling a model.
 	ProviderScript Provider = "script"
 )
 
 // Providers lists every provider a profile may name.
-var Providers = []Provider{ProviderOpenAI, ProviderAnthropic, ProviderScript}
+var Providers = []Provider{ProviderOpenAI, ProviderOpenAIResponses, ProviderAnthropic, ProviderScript}
+
+// providerNames lists Providers in words: "a, b or c".
+func providerNames() string {
+	names := make([]string, len(Providers))
+	for i, p := range Providers {
+		names[i] = string(p)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // DefaultModel is the model a profile of provider p runs when it names none.
 // It is empty for the script provider, which has no model.
@@ -31,6 +43,8 @@ func DefaultModel(p Provider) string {
 	switch p {
 	case ProviderOpenAI:
 		return "gpt-4.1"
+	case ProviderOpenAIResponses:
+		return "gpt-5.5"
 	case ProviderAnthropic:
 		return "claude-sonnet-4-5"
 	}
@@ -41,7 +55,7 @@ func DefaultModel(p Provider) string {
 // when a profile names none in api_key_env.
 func DefaultKeyEnv(p Provider) string {
 	switch p {
-	case ProviderOpenAI:
+	case ProviderOpenAI, ProviderOpenAIResponses:
 		return "OPENAI_API_KEY"
 	case ProviderAnthropic:
 		return "ANTHROPIC_API_KEY"
@@ -454,7 +468,7 @@ func (p Profile) NeedsKey() bool {
 	switch p.Provider {
 	case ProviderAnthropic:
 		return true
-	case ProviderOpenAI:
+	case ProviderOpenAI, ProviderOpenAIResponses:
 		return p.BaseURL == ""
 	}
 	return false

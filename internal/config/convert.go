@@ -127,11 +127,11 @@ func (c *converter) profile(file, name string, fp fileProfile) (Profile, bool) {
 	}
 	p := newProfile(name)
 	if fp.Provider == nil {
-		c.fail(keyPath("profiles", name), nil, "missing provider (want openai, anthropic or script)")
+		c.fail(keyPath("profiles", name), nil, "missing provider (want %s)", providerNames())
 	} else {
 		p.Provider = Provider(*fp.Provider)
 		if !slices.Contains(Providers, p.Provider) {
-			c.fail(key("provider"), nil, "unknown provider %q (want openai, anthropic or script)", *fp.Provider)
+			c.fail(key("provider"), nil, "unknown provider %q (want %s)", *fp.Provider, providerNames())
 		}
 	}
 	setString(&p.Model, fp.Model)

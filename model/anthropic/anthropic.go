@@ -23,6 +23,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"meka.dev/meka/model"
@@ -68,6 +69,32 @@ type Options struct {
 	// ThinkingBudget, when positive, turns on extended thinking with that
 	// many tokens; max_tokens is raised above it when it is not already.
 	ThinkingBudget int
+}
+
+// EffortBudget is the thinking budget a reasoning effort stands for, as
+// a profile's reasoning_effort names it: none, minimal, low, medium,
+// high, xhigh or max, or a number of tokens (at least 1024, the least the
+// API takes). It is 0 for "" and none.
+func EffortBudget(effort string) (int, error) {
+	switch effort {
+	case "", "none":
+		return 0, nil
+	case "minimal":
+		return 1024, nil
+	case "low":
+		return 4096, nil
+	case "medium":
+		return 10000, nil
+	case "high":
+		return 32000, nil
+	case "xhigh", "max":
+		return 64000, nil
+	}
+	n, err := strconv.Atoi(effort)
+	if err != nil || n < 1024 {
+		return 0, fmt.Errorf("reasoning effort %q: want none, minimal, low, medium, high, xhigh, max or a thinking budget of at least 1024 tokens", effort)
+	}
+	return n, nil
 }
 
 // apiVersion is the Messages API version every request names in its

@@ -266,3 +266,16 @@ func TestBadRequest(t *testing.T) {
 		}
 	}
 }
+
+func TestEffortBudget(t *testing.T) {
+	for effort, want := range map[string]int{"": 0, "none": 0, "minimal": 1024, "low": 4096, "medium": 10000, "high": 32000, "max": 64000, "20000": 20000} {
+		if got, err := anthropic.EffortBudget(effort); err != nil || got != want {
+			t.Errorf("EffortBudget(%q) = %d, %v; want %d", effort, got, err, want)
+		}
+	}
+	for _, bad := range []string{"extreme", "100", "-5"} {
+		if _, err := anthropic.EffortBudget(bad); err == nil || !strings.Contains(err.Error(), "at least 1024") {
+			t.Errorf("EffortBudget(%q): err %v", bad, err)
+		}
+	}
+}

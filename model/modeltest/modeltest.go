@@ -1,8 +1,9 @@
 // Package modeltest serves the real provider wire formats from a script,
 // so adapters, the engine and the built binary can be tested against
-// HTTP without a network or an account. One Server speaks both OpenAI Chat
-// Completions (POST /v1/chat/completions and /chat/completions) and
-// Anthropic Messages (POST /v1/messages), streamed as server-sent events
+// HTTP without a network or an account. One Server speaks OpenAI Chat
+// Completions (POST /v1/chat/completions and /chat/completions), the
+// OpenAI Responses API (POST /v1/responses and /responses) and Anthropic
+// Messages (POST /v1/messages), streamed as server-sent events
 // or as one JSON document as each request asks, and answers each request
 // with the next round of a script.Script. A round with an "error" answers
 // with that HTTP status, a provider-shaped JSON error body and a
@@ -113,6 +114,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		wf = openAIWire{}
 	case "/v1/messages":
 		wf = anthropicWire{}
+	case "/v1/responses", "/responses":
+		wf = responsesWire{}
 	default:
 		http.NotFound(w, r)
 		return

@@ -336,3 +336,52 @@ func TestStartListensOnLoopback(t *testing.T) {
 		t.Errorf("listening on %s", u.Host)
 	}
 }
+
+func TestResponsesStream(t *testing.T) {
+	srv := newServer(t, full)
+	res := post(t, srv, "/v1/responses", `{"model":"gpt-x","stream":true}`)
+	b := readAll(t, res.Body)
+	golden(t, "responses_stream.golden", b)
+
+	var names []string
+	var args []string
+	var done []string
+	for i, ev := range events(t, b) {
+		var d struct {
+			Type     string
+			Sequence int `json:"sequence_number"`
+			Delta    string
+			Item     json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(ev.data), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Type != ev.name || d.Sequence != i {
+			t.Errorf("event %d %q carries type %q, sequence %d", i, ev.name, d.Type, d.Sequence)
+		}
+		if len(names) == 0 || names[len(names)-1] != ev.name {
+			names = append(names, ev.name)
+		}
+		if d.Type == "response.function_call_arguments.delta" && len(args) < 3 {
+			args = append(args, d.Delta)
+		}
+		if d.Type == "response.output_item.done" {
+			done = append(done, string(d.Item))
+		}
+	}
+	if names[0] != "response.created" || names[len(names)-1] != "response.completed" {
+		t.Errorf("events %q", names)
+	}
+	if strings.Join(args, "") != `{"path":"main.go","offset":10}` || len(args) < 2 {
+		t.Errorf("argument deltas = %q", args)
+	}
+	if len(done) != 4 || !strings.Contains(done[0], `"encrypted_content":"modeltest-encrypted-1"`) || !strings.Contains(done[0], `"text":"Plan: read it."`) {
+		t.Errorf("items done: %q", done)
+	}
+}
+
+func TestResponsesJSON(t *testing.T) {
+	srv := newServer(t, `{"rounds":[{"text":"cut","stop":"max_tokens"}]}`)
+	res := post(t, srv, "/responses", `{"model":"gpt-x"}`)
+	golden(t, "responses.golden.json", readAll(t, res.Body))
+}

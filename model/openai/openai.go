@@ -70,6 +70,9 @@ type Options struct {
 	// other than OpenAI's own, which always gets it; other servers may
 	// refuse a field they do not know.
 	CacheKey bool
+	// ReasoningEffort is sent as reasoning_effort (low, medium, high, …)
+	// for reasoning models; empty sends none.
+	ReasoningEffort string
 }
 
 // Client is an OpenAI Chat Completions provider. It is safe for concurrent

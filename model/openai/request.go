@@ -17,7 +17,7 @@ var ErrBadRequest = errors.New("bad request")
 
 // params translates req to the wire.
 func (c *Client) params(req *model.Request) (*chatRequest, error) {
-	p := &chatRequest{Model: c.opts.Model}
+	p := &chatRequest{Model: c.opts.Model, ReasoningEffort: c.opts.ReasoningEffort}
 	if req.System != "" {
 		p.Messages = append(p.Messages, message{Content: req.System, Role: "system"})
 	}

@@ -168,3 +168,17 @@ func TestBadRequest(t *testing.T) {
 		}
 	}
 }
+
+// A profile's reasoning effort goes as reasoning_effort; none is sent
+// without one.
+func TestReasoningEffort(t *testing.T) {
+	srv := modeltest.NewServer(t, parse(t, `{"rounds":[{"text":"ok"},{"text":"ok"}]}`))
+	mustRun(t, openai.New(openai.Options{BaseURL: srv.URL + "/v1", ReasoningEffort: "high"}), hello())
+	mustRun(t, openai.New(openai.Options{BaseURL: srv.URL + "/v1"}), hello())
+	if got := body(t, srv, 0)["reasoning_effort"]; got != "high" {
+		t.Errorf("reasoning_effort %v, want high", got)
+	}
+	if _, ok := body(t, srv, 1)["reasoning_effort"]; ok {
+		t.Error("reasoning_effort sent without one set")
+	}
+}

@@ -17,6 +17,7 @@ type chatRequest struct {
 	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
 	MaxTokens           int            `json:"max_tokens,omitempty"`
 	PromptCacheKey      string         `json:"prompt_cache_key,omitempty"`
+	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
 	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
 	Tools               []tool         `json:"tools,omitempty"`
 	Stream              bool           `json:"stream,omitempty"`
