@@ -24,14 +24,17 @@ var allowed = map[string][]string{
 	"model":                   {},
 	"model/sse":               {},
 	"permission":              {},
-	"internal/sandbox":        {"internal/sandbox/helper"},
+	"internal/sandbox":        {"internal/sandbox/helper", "internal/sandbox/credential"},
 	"internal/sandbox/helper": {},
-	"internal/schedule/cron":  {},
-	"internal/imaging":        {},
-	"internal/config":         {"permission"},
-	"internal/skills":         {},
-	"internal/termsafe":       {},
-	"internal/storerec":       {},
+	// The credential rule the sandbox strips by and the config checks
+	// env_passthrough against: a leaf both import.
+	"internal/sandbox/credential": {},
+	"internal/schedule/cron":      {},
+	"internal/imaging":            {},
+	"internal/config":             {"permission", "internal/sandbox/credential"},
+	"internal/skills":             {},
+	"internal/termsafe":           {},
+	"internal/storerec":           {},
 	// Tests only: skip for a missing tool, or fail under CI.
 	"internal/testenv": {},
 	// L1

@@ -89,7 +89,7 @@ enabled = ["unrestricted", "read", "workspace"]
 default = "read"
 approvals = true
 network = true
-env_passthrough = ["GOFLAGS", "NPM_CONFIG_*"]
+env_passthrough = ["GOFLAGS", "NPM_CONFIG_*_URL"]
 
 [tools]
 deny = ["shell_*", "web_fetch"]
@@ -168,7 +168,7 @@ func TestParseFull(t *testing.T) {
 	wantPerm := Permissions{
 		Enabled: []permission.Level{permission.Read, permission.Workspace, permission.Unrestricted},
 		Default: permission.Read, Approvals: true,
-		Network: true, EnvPassthrough: []string{"GOFLAGS", "NPM_CONFIG_*"},
+		Network: true, EnvPassthrough: []string{"GOFLAGS", "NPM_CONFIG_*_URL"},
 	}
 	if !reflect.DeepEqual(c.Permissions, wantPerm) {
 		t.Errorf("permissions = %+v, want %+v", c.Permissions, wantPerm)
@@ -295,6 +295,9 @@ func TestParseErrors(t *testing.T) {
 		{"table for level", "[tools.tool_permissions]\nfile.read = \"read\"\n", 2, "tools.tool_permissions.file", "want a permission level name"},
 		{"bad passthrough glob", "[permissions]\nenv_passthrough = [\"GO[\"]\n", 2, "permissions.env_passthrough", "not a variable name glob"},
 		{"passthrough with value", "[permissions]\nenv_passthrough = [\"A=b\"]\n", 2, "permissions.env_passthrough", "not a variable name glob"},
+		{"passthrough of everything", "[permissions]\nenv_passthrough = [\"*\"]\n", 2, "permissions.env_passthrough", `"*" would pass OPENAI_API_KEY, a credential`},
+		{"passthrough of a token", "[permissions]\nenv_passthrough = [\n  \"GOFLAGS\",\n  \"GITHUB_*\",\n]\n", 4, "permissions.env_passthrough", `"GITHUB_*" would pass GITHUB_TOKEN`},
+		{"passthrough of a profile's key", "[profiles.a]\nprovider = \"openai\"\napi_key_env = \"MY_KEY\"\n[permissions]\nenv_passthrough = [\"MY_*\"]\n", 5, "permissions.env_passthrough", `"MY_*" would pass MY_KEY`},
 		{"int in level list", "[permissions]\nenabled = [\"read\", 2]\n", 2, "permissions.enabled", "want an array of permission level names"},
 		{"duplicate table", "[profiles.a]\nprovider = \"openai\"\n[profiles.a]\n", 3, "profiles.a", "already exists"},
 		{"array of tables", "[[profiles.a]]\nprovider = \"openai\"\n", 1, "profiles.a", "want a table"},

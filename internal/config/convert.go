@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode"
 
+	"meka.dev/meka/internal/sandbox/credential"
 	"meka.dev/meka/permission"
 )
 
@@ -46,6 +47,9 @@ type converter struct {
 	file string
 	idx  *keyIndex
 	errs []*Error
+	// keyNames are the providers' key variables: the default ones first,
+	// then the profiles' in order, which env_passthrough may not pass.
+	keyNames []string
 }
 
 func (c *converter) fail(key []string, err error, format string, args ...any) {
@@ -80,14 +84,18 @@ func (c *converter) first() error {
 func keyPath(parts ...string) []string { return parts }
 
 func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
-	c := &converter{file: file, idx: idx}
+	c := &converter{file: file, idx: idx, keyNames: []string{DefaultKeyEnv(ProviderOpenAI), DefaultKeyEnv(ProviderAnthropic)}}
 	cfg := Default()
 	cfg.File = file
 	for name, fp := range f.Profiles {
 		if p, ok := c.profile(file, name, fp); ok {
 			cfg.Profiles[name] = p
+			if p.APIKeyEnv != "" {
+				c.keyNames = append(c.keyNames, p.APIKeyEnv)
+			}
 		}
 	}
+	slices.Sort(c.keyNames[2:])
 	for id, fm := range f.Models {
 		if m, ok := c.model(id, fm); ok {
 			cfg.Models[id] = m
@@ -257,6 +265,12 @@ func (c *converter) permissions(p *Permissions, fp *filePermissions) {
 	for i, g := range fp.EnvPassthrough {
 		if _, err := path.Match(g, ""); err != nil || g == "" || strings.Contains(g, "=") {
 			c.failElem(key("env_passthrough"), i, err, "%q is not a variable name glob", g)
+			continue
+		}
+		if name, ok := credential.GlobPasses(g, c.keyNames); ok {
+			c.failElem(key("env_passthrough"), i, nil,
+				"%q would pass %s, a credential meka keeps from commands (the profiles' key variables and names ending in %s): name the variables commands need, with a pattern that cannot match one",
+				g, name, orList(credential.Suffixes))
 			continue
 		}
 		p.EnvPassthrough = append(p.EnvPassthrough, g)
@@ -618,4 +632,12 @@ func isEnvName(s string) bool {
 		}
 	}
 	return true
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

@@ -64,7 +64,7 @@ type filePermissions struct {
 	Approvals *bool    `toml:"approvals"`
 	Network   *bool    `toml:"network"`
 	// EnvPassthrough are variable name globs confined commands get.
-	EnvPassthrough []string `toml:"env_passthrough" want:"an array of environment variable name globs, such as \"NPM_CONFIG_*\""`
+	EnvPassthrough []string `toml:"env_passthrough" want:"an array of environment variable name globs, such as \"NPM_CONFIG_CACHE\""`
 }
 
 type fileTools struct {

@@ -4,6 +4,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"meka.dev/meka/internal/sandbox/credential"
 )
 
 // confinedEnvNames are the variables a confined command gets from meka's
@@ -15,7 +17,8 @@ var confinedEnvNames = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TER
 // ConfinedEnv returns the environment of a confined command: the entries
 // of env whose names are PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG,
 // LC_*, TZ or TMPDIR, or match one of the passthrough globs (path.Match
-// syntax: "GOFLAGS", "NPM_CONFIG_*"). An allow-list, so a secret under a
+// syntax: "GOFLAGS", "NPM_CONFIG_*_URL") and are no credential
+// (credential.Name). An allow-list, so a secret under a
 // name nobody thought of stays out. env is not modified.
 func ConfinedEnv(env []string, passthrough []string) []string {
 	out := make([]string, 0, len(confinedEnvNames))
@@ -24,7 +27,9 @@ func ConfinedEnv(env []string, passthrough []string) []string {
 		if !ok || name == "" {
 			continue
 		}
-		if slices.Contains(confinedEnvNames, name) || strings.HasPrefix(name, "LC_") || passes(name, passthrough) {
+		// A credential stays out whatever the globs say (the config
+		// refuses a glob that would pass one).
+		if slices.Contains(confinedEnvNames, name) || strings.HasPrefix(name, "LC_") || passes(name, passthrough) && !credential.Name(name) {
 			out = append(out, kv)
 		}
 	}
@@ -40,40 +45,23 @@ func passes(name string, globs []string) bool {
 	return false
 }
 
-// credentialSuffixes are the name patterns ScrubEnv removes whatever the
-// profiles say: *_API_KEY, *_TOKEN and *_SECRET, compared without regard
-// to case. The list keeps to these three on purpose: a wider net (say
-// *_PASSWORD, *_KEY) also takes variables commands need, and the names a
-// profile declares are removed exactly anyway. Confined commands get
-// ConfinedEnv's allow-list instead; this deny-list is what unrestricted
-// commands keep.
-var credentialSuffixes = []string{"_API_KEY", "_TOKEN", "_SECRET"}
-
 // ScrubEnv returns env ("NAME=value" entries) without the credentials a
 // child must not see: every name in extraNames (the provider key variables
 // the profiles name, matched exactly) and every name matching *_API_KEY,
-// *_TOKEN or *_SECRET. Entries without '=' are dropped as malformed. env
+// *_TOKEN or *_SECRET (credential.Name). Confined commands get
+// ConfinedEnv's allow-list instead; this deny-list is what unrestricted
+// commands keep. Entries without '=' are dropped as malformed. env
 // is not modified.
 func ScrubEnv(env []string, extraNames []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, _, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || slices.Contains(extraNames, name) || credential(name) {
+		if !ok || name == "" || slices.Contains(extraNames, name) || credential.Name(name) {
 			continue
 		}
 		out = append(out, kv)
 	}
 	return out
-}
-
-func credential(name string) bool {
-	upper := strings.ToUpper(name)
-	for _, s := range credentialSuffixes {
-		if strings.HasSuffix(upper, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // setEnv returns env with name set to value, replacing earlier entries.
