@@ -113,6 +113,7 @@ func newRoot(g *globals) *cobra.Command {
   meka sessions list                      sessions in this directory (--all: every directory)
   meka acp                                serve the Agent Client Protocol on stdio, for editors
   meka serve                              the HTTP API (sessions, turns, an SSE feed)
+  meka doctor                             check config, key, endpoint, sandbox, database, MCP
 
 A first word that looks like a mistyped command is refused rather than sent to
 the model; meka -- WORDS sends the words as a prompt whatever they are.

@@ -34,7 +34,7 @@ func (n *mcpNotices) notify(_ string, sev mcp.Severity, text string) {
 	}
 	n.mu.Unlock()
 	if w != nil && sev == mcp.SeverityWarning {
-		_, _ = io.WriteString(w, "[meka warn] "+text+"\n")
+		_, _ = io.WriteString(w, "meka: warning: "+text+"\n")
 	}
 	if h == nil {
 		return
@@ -56,7 +56,7 @@ func (n *mcpNotices) attach(h *host.Host, w io.Writer) {
 	n.h, n.w = h, w
 	if w != nil {
 		for _, text := range n.early {
-			_, _ = io.WriteString(w, "[meka warn] "+text+"\n")
+			_, _ = io.WriteString(w, "meka: warning: "+text+"\n")
 		}
 		n.early = nil
 	}

@@ -92,7 +92,7 @@ startup_timeout = "1s"
 	if code != 0 || out != "done\n" {
 		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
 	}
-	for _, want := range []string{"[meka warn] MCP server dead failed to start", "[meka warn] MCP server silent failed to start"} {
+	for _, want := range []string{"meka: warning: MCP server dead failed to start", "meka: warning: MCP server silent failed to start"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q: %q", want, errOut)
 		}
@@ -263,7 +263,7 @@ func TestOneshotMCPServerDiesAndComesBack(t *testing.T) {
 		!bytes.Contains(reqs[2].Body, []byte("echo: back")) {
 		t.Fatalf("requests: %d; stderr %q", len(reqs), errOut)
 	}
-	if !strings.Contains(errOut, "[meka warn] MCP server t disconnected; reconnecting") {
+	if !strings.Contains(errOut, "meka: warning: MCP server t disconnected; reconnecting") {
 		t.Errorf("stderr %q", errOut)
 	}
 }
