@@ -230,11 +230,26 @@ func (e *Engine) request(ctx context.Context, ts *turnState) *model.Request {
 	e.mu.Unlock()
 
 	var extra model.Parts
+	var sysText, reminder []string
 	info := RequestInfo{Turn: ts.turn, Round: ts.rounds + 1}
 	for _, c := range e.opts.Contributors {
-		extra = append(extra, c.Contribute(ctx, info)...)
+		parts := c.Contribute(ctx, info)
+		place := PlaceContext
+		if p, ok := c.(Placed); ok {
+			place = p.Placement()
+		}
+		switch place {
+		case PlaceSystem:
+			sysText = append(sysText, textOf(parts)...)
+		case PlaceReminder:
+			reminder = append(reminder, textOf(parts)...)
+		default:
+			extra = append(extra, parts...)
+		}
 	}
 	return &model.Request{
+		SystemContext:   strings.Join(sysText, "\n\n"),
+		Reminder:        strings.Join(reminder, "\n\n"),
 		System:          system,
 		Messages:        msgs,
 		Tools:           e.currentSpecs(),
@@ -403,4 +418,15 @@ func (e *Engine) prelude(ctx context.Context, turn int64) error {
 	e.mu.Unlock()
 	e.preluded = true
 	return nil
+}
+
+// textOf is the text of parts, one string each.
+func textOf(parts []model.Part) []string {
+	var out []string
+	for _, p := range parts {
+		if t, ok := p.(model.Text); ok && t.Text != "" {
+			out = append(out, t.Text)
+		}
+	}
+	return out
 }

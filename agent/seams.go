@@ -17,6 +17,27 @@ type RequestContributor interface {
 	Contribute(ctx context.Context, info RequestInfo) []model.Part
 }
 
+// Placement is where a contributor's view goes in a request.
+type Placement int
+
+const (
+	// PlaceContext is the request's trailing Context block (the default).
+	PlaceContext Placement = iota
+	// PlaceSystem is the system instructions, after the system prompt
+	// (model.Request.SystemContext).
+	PlaceSystem
+	// PlaceReminder is the trailing system reminder the model reads last
+	// (model.Request.Reminder).
+	PlaceReminder
+)
+
+// Placed is a RequestContributor that says where its view goes; one that
+// is not Placed goes into the Context block. A system or reminder view
+// sends its text parts only.
+type Placed interface {
+	Placement() Placement
+}
+
 // RequestInfo describes the request being built.
 type RequestInfo struct {
 	Turn  int64

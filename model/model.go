@@ -73,6 +73,17 @@ type Request struct {
 	// so that System, Tools and Messages stay a byte-stable prefix from one
 	// request to the next.
 	Context Parts
+	// SystemContext is per-request text that belongs to the system
+	// instructions (write_todos' list, which seed 003 puts "into the
+	// system prompt on every single turn"): sent after System as system
+	// text, rebuilt for every request and never stored.
+	SystemContext string
+	// Reminder is a per-request system reminder that is the last thing the
+	// model reads (update_plan's plan, seed 001's "trailing system
+	// reminder"): in the system role where the wire has one after the
+	// conversation, else marked as a system reminder in the final turn;
+	// never as the user's words, never stored.
+	Reminder string
 	// CacheKey groups the requests of one conversation for providers that
 	// route by key to a warm prompt cache (OpenAI's prompt_cache_key).
 	CacheKey string

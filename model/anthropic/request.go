@@ -56,6 +56,11 @@ func (c *Client) body(req *model.Request) (*wireRequest, error) {
 		p.Tools = append(p.Tools, tool)
 	}
 	markCache(p)
+	// The request's own system text is a system block after the cached
+	// one: the tools and the system prompt stay a cached prefix.
+	if req.SystemContext != "" {
+		p.System = append(p.System, newText(req.SystemContext))
+	}
 	// The per-request context follows the last breakpoint, so the marked
 	// prefix is what the next request repeats byte for byte.
 	if len(req.Context) > 0 {
@@ -67,6 +72,18 @@ func (c *Client) body(req *model.Request) (*wireRequest, error) {
 			p.Messages[n-1].Content = append(p.Messages[n-1].Content, blocks...)
 		} else if len(blocks) > 0 {
 			p.Messages = append(p.Messages, wireMessage{Role: roleUser, Content: blocks})
+		}
+	}
+	// The Messages API has no system role after the conversation, so the
+	// reminder ends the final turn marked as a system reminder, which is
+	// how Claude is taught to tell injected context from the user's
+	// words, and stays after the cached prefix.
+	if req.Reminder != "" {
+		b := newText("<system-reminder>\n" + req.Reminder + "\n</system-reminder>")
+		if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == roleUser {
+			p.Messages[n-1].Content = append(p.Messages[n-1].Content, b)
+		} else {
+			p.Messages = append(p.Messages, wireMessage{Role: roleUser, Content: []any{b}})
 		}
 	}
 	return p, nil

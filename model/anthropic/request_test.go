@@ -279,3 +279,27 @@ func TestEffortBudget(t *testing.T) {
 		}
 	}
 }
+
+// The request's own system text is a system block after the cached
+// prompt, and the reminder ends the final turn marked as a system
+// reminder, after every cache breakpoint.
+func TestSystemContextAndReminder(t *testing.T) {
+	srv := modeltest.NewServer(t, parse(t, `{"rounds":[{"text":"ok"}]}`))
+	req := hello()
+	req.System = "You are meka."
+	req.SystemContext = "[todo list]\n[ ] 1. a (s1)"
+	req.Reminder = "[run plan]\n[ ] b"
+	mustRun(t, client(srv, false), req)
+	r := sent(t, srv, 0)
+	if len(r.System) != 2 || r.System[0].CacheControl == nil || r.System[1].Text != req.SystemContext || r.System[1].CacheControl != nil {
+		t.Errorf("system %+v", r.System)
+	}
+	last := r.Messages[len(r.Messages)-1]
+	end := last.Content[len(last.Content)-1]
+	if last.Role != "user" || end.Text != "<system-reminder>\n[run plan]\n[ ] b\n</system-reminder>" || end.CacheControl != nil {
+		t.Errorf("last turn %+v", last)
+	}
+	if before := last.Content[len(last.Content)-2]; before.CacheControl == nil {
+		t.Errorf("the breakpoint moved onto the reminder: %+v", last.Content)
+	}
+}

@@ -18,8 +18,8 @@ var ErrBadRequest = errors.New("bad request")
 // params translates req to the wire.
 func (c *Client) params(req *model.Request) (*chatRequest, error) {
 	p := &chatRequest{Model: c.opts.Model, ReasoningEffort: c.opts.ReasoningEffort}
-	if req.System != "" {
-		p.Messages = append(p.Messages, message{Content: req.System, Role: "system"})
+	if sys := joinSystem(req.System, req.SystemContext); sys != "" {
+		p.Messages = append(p.Messages, message{Content: sys, Role: "system"})
 	}
 	for i, m := range req.Messages {
 		msgs, err := messages(m, req.Vision)
@@ -37,6 +37,11 @@ func (c *Client) params(req *model.Request) (*chatRequest, error) {
 			return nil, fmt.Errorf("build openai request: context: %w", err)
 		}
 		p.Messages = append(p.Messages, u)
+	}
+	// The reminder is the final message, in the system role: the model
+	// reads it last and never as the user's words.
+	if req.Reminder != "" {
+		p.Messages = append(p.Messages, message{Content: req.Reminder, Role: "system"})
 	}
 	if req.CacheKey != "" && c.cacheKey {
 		p.PromptCacheKey = req.CacheKey
@@ -193,4 +198,17 @@ func toolMessages(parts model.Parts, vision bool) ([]message, error) {
 		out = append(out, message{Content: images, Role: "user"})
 	}
 	return out, nil
+}
+
+// joinSystem is the system prompt with the request's own system text
+// after it, in one message: some compatible servers take a single system
+// message only.
+func joinSystem(system, extra string) string {
+	switch {
+	case extra == "":
+		return system
+	case system == "":
+		return extra
+	}
+	return system + "\n\n" + extra
 }

@@ -59,6 +59,13 @@ func TestRequestBytes(t *testing.T) {
 		{"edge", openai.Options{Model: "m"}, edge()},
 		{"edge_openai", openai.Options{BaseURL: openai.DefaultBaseURL, Model: "gpt"}, edge()},
 		{"edge_cachekey", openai.Options{Model: "m", CacheKey: true, MaxOutputTokens: 100}, edge()},
+		// A write_todos list joins the system message; an update_plan
+		// reminder is the final message, in the system role.
+		{"plan", openai.Options{Model: "m"}, func() *model.Request {
+			r := hello()
+			r.System, r.SystemContext, r.Reminder = "sys", "[todo list]\n[ ] 1. a (s1)", "[run plan]\n[ ] b"
+			return r
+		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := modeltest.NewHandler(parse(t, `{"rounds":[{"text":"ok"}]}`))

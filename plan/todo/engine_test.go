@@ -49,10 +49,10 @@ func TestReplayAppliesOnlyAcceptedCalls(t *testing.T) {
 	// Every request after the first write carries the reminder as it
 	// stood, at the end of the last user message.
 	reqs := r.prov.Requests()
-	if strings.Contains(lastUser(reqs[0]), "[run plan]") {
+	if strings.Contains(lastRead(t, reqs[0]), "[run plan]") {
 		t.Fatal("reminder before any plan exists")
 	}
-	last := lastUser(reqs[4])
+	last := lastRead(t, reqs[4])
 	if !strings.HasSuffix(last, todo.ReminderHeader+"[x] read the schema (id: read)\n[x] write the query (id: query)\n[~] verify the numbers (id: verify)") {
 		t.Fatalf("last request ends with %q", last)
 	}
@@ -106,7 +106,7 @@ func TestReplayAppliesOnlyAcceptedCalls(t *testing.T) {
 	if len(r3.changes()) != 0 {
 		t.Fatalf("replay announced %+v", r3.changes())
 	}
-	if !strings.Contains(lastUser(r3.prov.Requests()[0]), "[~] verify the numbers") {
+	if !strings.Contains(lastRead(t, r3.prov.Requests()[0]), "[~] verify the numbers") {
 		t.Fatal("the replayed plan is not in the request")
 	}
 }
@@ -160,8 +160,8 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if _, err := r2.e.Run(t.Context(), userText("continue")); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(lastUser(r2.prov.Requests()[0]), "[x] (7 earlier steps completed)\n") {
-		t.Fatalf("first request %q", lastUser(r2.prov.Requests()[0]))
+	if !strings.Contains(lastRead(t, r2.prov.Requests()[0]), "[x] (7 earlier steps completed)\n") {
+		t.Fatalf("first request %q", lastRead(t, r2.prov.Requests()[0]))
 	}
 	if restored.Retired() != 8 || texts(restored.Items()) != "si:completed,sj:completed,sk:completed,sl:completed,now:completed,later:blocked" {
 		t.Fatalf("continued %d %s", restored.Retired(), texts(restored.Items()))
@@ -242,7 +242,7 @@ func TestForkStartsFresh(t *testing.T) {
 	if _, err := fork.e.Run(t.Context(), userText("two")); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(lastUser(fork.prov.Requests()[0]), "[run plan]") {
+	if strings.Contains(lastRead(t, fork.prov.Requests()[0]), "[run plan]") {
 		t.Fatal("the fork was shown its parent's plan")
 	}
 	if _, err := fork.e.Run(t.Context(), userText("three")); err != nil {

@@ -144,6 +144,16 @@ func lastUser(req *model.Request) string {
 	return s + text(req.Context)
 }
 
+// lastRead is the user's words of a request and then the plan, which
+// must never be among them: it is the request's Reminder.
+func lastRead(t testing.TB, req *model.Request) string {
+	t.Helper()
+	if u := lastUser(req); strings.Contains(u, "[run plan]") {
+		t.Fatalf("the plan reached the model as the user's words:\n%s", u)
+	}
+	return lastUser(req) + req.Reminder
+}
+
 func texts(items []plan.Item) string {
 	var s []string
 	for _, it := range items {

@@ -137,6 +137,10 @@ type reminder struct{ store *Store }
 
 var _ agent.RequestContributor = reminder{}
 
+// Placement makes the plan the trailing system reminder seed 001 names:
+// the last thing the model reads, never the user's words.
+func (reminder) Placement() agent.Placement { return agent.PlaceReminder }
+
 func (r reminder) Contribute(context.Context, agent.RequestInfo) []model.Part {
 	st := r.store.state()
 	text := Reminder(st.Items, st.Retired)

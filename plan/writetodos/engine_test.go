@@ -134,6 +134,16 @@ func lastUser(req *model.Request) string {
 	return s + text(req.Context)
 }
 
+// lastRead is the user's words of a request and then the plan, which
+// must never be among them: it is the request's SystemContext.
+func lastRead(t testing.TB, req *model.Request) string {
+	t.Helper()
+	if u := lastUser(req); strings.Contains(u, "[todo list]") {
+		t.Fatalf("the plan reached the model as the user's words:\n%s", u)
+	}
+	return lastUser(req) + req.SystemContext
+}
+
 func summary(ts []writetodos.Todo) string {
 	var s []string
 	for _, t := range ts {
@@ -157,15 +167,15 @@ func TestListInEveryRequestAndReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := r.prov.Requests()
-	if strings.Contains(lastUser(reqs[0]), writetodos.ContextHeader) {
+	if strings.Contains(lastRead(t, reqs[0]), writetodos.ContextHeader) {
 		t.Fatal("list carried before it exists")
 	}
 	want := writetodos.ContextHeader + "[x] 1. Research the endpoint (s1)\n[x] 2. Write the new tool module (s2)\n[>] 3. Add tests (s3)\n" + writetodos.Instruction
-	if got := lastUser(reqs[3]); !strings.HasSuffix(got, want) || strings.Count(got, "[todo list]") != 1 {
+	if got := lastRead(t, reqs[3]); !strings.HasSuffix(got, want) || strings.Count(got, "[todo list]") != 1 {
 		t.Fatalf("last request ends with:\n%s", got)
 	}
 	// The refused call left the list as it was.
-	if got := lastUser(reqs[2]); !strings.HasSuffix(got, "[>] 2. Write the new tool module (s2)\n[ ] 3. Add tests (s3)\n"+writetodos.Instruction) {
+	if got := lastRead(t, reqs[2]); !strings.HasSuffix(got, "[>] 2. Write the new tool module (s2)\n[ ] 3. Add tests (s3)\n"+writetodos.Instruction) {
 		t.Fatalf("request after the refusal:\n%s", got)
 	}
 	for _, row := range h.rows() {
@@ -377,7 +387,7 @@ s4 Document it in_progress at 10:11 done - af Documenting it`
 	if _, err := r.e.Run(t.Context(), userText("finish")); err != nil {
 		t.Fatal(err)
 	}
-	if got := lastUser(r.prov.Requests()[0]); !strings.Contains(got, "[-] 3. Add tests (s3)\n[>] 4. Document it (s4)\n") {
+	if got := lastRead(t, r.prov.Requests()[0]); !strings.Contains(got, "[-] 3. Add tests (s3)\n[>] 4. Document it (s4)\n") {
 		t.Fatalf("request:\n%s", got)
 	}
 	r2 := h.engine(writetodos.Options{}, `[]`)

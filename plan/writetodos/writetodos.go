@@ -146,6 +146,10 @@ func (p *Plugin) head() state {
 // time and never persisted.
 type contributor struct{ p *Plugin }
 
+// Placement puts the list into the system prompt of every request, as
+// seed 003 says, never among the user's words.
+func (contributor) Placement() agent.Placement { return agent.PlaceSystem }
+
 func (c contributor) Contribute(context.Context, agent.RequestInfo) []model.Part {
 	text := Context(c.p.state().Items)
 	if text == "" {
