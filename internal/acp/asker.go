@@ -28,8 +28,18 @@ func (e *entry) Ask(ctx context.Context, req permission.Request) (permission.Dec
 		title = req.Tool
 	}
 	if req.SubAgent != "" {
+		// A client that shows the sub-agent as a session is asked there,
+		// on the call's own card.
+		if c := e.child(req.SessionID); c != nil && e.s.caps().Subagents != nil {
+			return c.askOwn(ctx, req, title), nil
+		}
 		return e.askForSubAgent(ctx, req, title), nil
 	}
+	return e.askOwn(ctx, req, title), nil
+}
+
+// askOwn asks about a call of e's own session, on its card.
+func (e *entry) askOwn(ctx context.Context, req permission.Request, title string) permission.Decision {
 	id, status := req.CallID, "pending"
 	var kind string
 	if cs := e.call(req.CallID); cs != nil {
@@ -37,7 +47,7 @@ func (e *entry) Ask(ctx context.Context, req permission.Request) (permission.Dec
 		// alone, or a client that re-reads it shows the call pending again.
 		id, kind, status = cs.id, kindOf(cs.kind), ""
 	}
-	return e.request(ctx, id, kind, status, title, req), nil
+	return e.request(ctx, id, kind, status, title, req)
 }
 
 // askForSubAgent puts a sub-agent's call, which the editor never saw, on

@@ -52,10 +52,16 @@ type entry struct {
 	// cost is what the session's model calls have cost, in US dollars,
 	// as far as their prices are known.
 	cost float64
+	// parent is set on a sub-agent's entry, shown as a session of its own
+	// (subagents.go); children are the sub-agents shown so, by session
+	// id, and stopChildren stops watching for more.
+	parent       *entry
+	children     map[string]*entry
+	stopChildren func()
 }
 
 func newEntry(s *server, hs *host.Session, fresh bool) *entry {
-	e := &entry{s: s, id: hs.ID(), calls: make(map[string]*callState), messages: make(map[string]string)}
+	e := &entry{s: s, id: hs.ID(), calls: make(map[string]*callState), messages: make(map[string]string), children: make(map[string]*entry)}
 	e.ids = newIDAllocator(fresh)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -66,6 +72,7 @@ func newEntry(s *server, hs *host.Session, fresh bool) *entry {
 // attach subscribes to hs's events and routes its approvals and files
 // through the client.
 func (e *entry) attach(hs *host.Session) {
+	e.detachChildren()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.unsub != nil {
@@ -81,6 +88,9 @@ func (e *entry) attach(hs *host.Session) {
 	hs.SetAsker(e)
 	hs.SetElicitor(e)
 	caps := e.s.caps()
+	if caps.Subagents != nil {
+		e.stopChildren = hs.OnChild(e.childOpened)
+	}
 	// Both capabilities or neither: with reads alone the edit would be
 	// computed from a buffer and land on disk. Such a client's buffers
 	// then differ from what is written, which the write says.
@@ -95,6 +105,7 @@ func (e *entry) attach(hs *host.Session) {
 
 // detach stops rendering the session and routing through the client.
 func (e *entry) detach() {
+	e.detachChildren()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.unsub == nil {

@@ -62,7 +62,11 @@ func (e *entry) onEvent(ev agent.Event) {
 		}
 	case agent.ToolCallProgress:
 		// A sub-agent's recent calls, whole: clients replace a call's
-		// content rather than append to it.
+		// content rather than append to it. A client that shows
+		// sub-agents as sessions sees them there instead.
+		if e.s.caps().Subagents != nil {
+			break
+		}
 		if cs := e.call(ev.CallID); cs != nil {
 			send(ToolCallUpdate{ToolCallID: cs.id, Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(strings.Join(ev.Lines, "\n")))}}})
 		}
@@ -91,7 +95,13 @@ func (e *entry) onEvent(ev agent.Event) {
 			send(u)
 		}
 	case plan.Changed:
-		send(planUpdate(ev))
+		if e.s.caps().Plan != nil {
+			send(planOp(ev))
+		} else {
+			send(planUpdate(ev))
+		}
+	case agent.TurnEnded:
+		e.childIdle(ev.Result)
 	}
 }
 
@@ -154,6 +164,14 @@ func (e *entry) turnStarted(ev agent.TurnStarted, send func(SessionUpdate)) {
 		}
 	case session.SourceSchedule:
 		// The transcript shows what triggered a scheduled turn.
+		for _, b := range userBlocks(ev.Input.Parts) {
+			send(e.chunk(TagUserMessage, b))
+		}
+		e.endMessage()
+	}
+	if e.parent != nil && ev.Input.Source != session.SourceSchedule {
+		// A sub-agent's session shows the task it was given, as its
+		// user's words.
 		for _, b := range userBlocks(ev.Input.Parts) {
 			send(e.chunk(TagUserMessage, b))
 		}
@@ -602,6 +620,15 @@ func (e *entry) compaction(summary string, facts map[string]any, live bool) []Se
 	rawJSON, _ := json.Marshal(raw)
 	return append(out, ToolCallUpdate{ToolCallID: id, Title: &done, Status: "completed", RawOutput: rawJSON, Meta: meta,
 		Content: []ToolCallContent{{Type: "content", Content: ptr(TextBlock(summary))}}})
+}
+
+// planOp renders a plan change as a plan operation, the plan named by its
+// dialect; an emptied list removes it.
+func planOp(c plan.Changed) SessionUpdate {
+	if len(c.Items) == 0 {
+		return PlanRemovedUpdate{PlanID: c.Dialect}
+	}
+	return PlanOpUpdate{Plan: PlanContent{Type: "items", PlanID: c.Dialect, Entries: planUpdate(c).Entries}}
 }
 
 // planUpdate renders a plan change as ACP's three-state plan; an emptied

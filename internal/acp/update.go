@@ -60,6 +60,46 @@ type PlanUpdate struct {
 	Meta    Meta        `json:"_meta,omitempty"`
 }
 
+// PlanOpUpdate is a plan_update: one plan, by id, whole, for a client
+// that renders plan operations.
+type PlanOpUpdate struct {
+	Plan PlanContent `json:"plan"`
+	Meta Meta        `json:"_meta,omitempty"`
+}
+
+// PlanContent is an item-based plan.
+type PlanContent struct {
+	Type    string      `json:"type"`
+	PlanID  string      `json:"planId"`
+	Entries []PlanEntry `json:"entries"`
+	Meta    Meta        `json:"_meta,omitempty"`
+}
+
+// PlanRemovedUpdate says a plan is gone.
+type PlanRemovedUpdate struct {
+	PlanID string `json:"planId"`
+	Meta   Meta   `json:"_meta,omitempty"`
+}
+
+// SubagentUpdate announces a child session the session owns, or changes
+// what is said of it; sent on the parent.
+type SubagentUpdate struct {
+	SessionID   string         `json:"sessionId"`
+	Title       *string        `json:"title,omitempty"`
+	Description *string        `json:"description,omitempty"`
+	State       *SubagentState `json:"state,omitempty"`
+	Cwd         *string        `json:"cwd,omitempty"`
+	Meta        Meta           `json:"_meta,omitempty"`
+}
+
+// SubagentState is a child's foreground state: running or idle.
+type SubagentState struct {
+	State      string `json:"state"`
+	StopReason string `json:"stopReason,omitempty"`
+	Usage      *Usage `json:"usage,omitempty"`
+	Meta       Meta   `json:"_meta,omitempty"`
+}
+
 // AvailableCommandsUpdate is the whole slash-command palette.
 type AvailableCommandsUpdate struct {
 	AvailableCommands []AvailableCommand `json:"availableCommands"`
@@ -128,6 +168,9 @@ func (c ContentChunk) updateTag() string          { return c.Tag }
 func (ToolCall) updateTag() string                { return "tool_call" }
 func (ToolCallUpdate) updateTag() string          { return "tool_call_update" }
 func (PlanUpdate) updateTag() string              { return "plan" }
+func (PlanOpUpdate) updateTag() string            { return "plan_update" }
+func (PlanRemovedUpdate) updateTag() string       { return "plan_removed" }
+func (SubagentUpdate) updateTag() string          { return "subagent_update" }
 func (AvailableCommandsUpdate) updateTag() string { return "available_commands_update" }
 func (CurrentModeUpdate) updateTag() string       { return "current_mode_update" }
 func (ConfigOptionUpdate) updateTag() string      { return "config_option_update" }
@@ -175,6 +218,12 @@ func UnmarshalUpdate(b []byte) (SessionUpdate, error) {
 		u, err = decodeAs[ToolCallUpdate](b)
 	case "plan":
 		u, err = decodeAs[PlanUpdate](b)
+	case "plan_update":
+		u, err = decodeAs[PlanOpUpdate](b)
+	case "plan_removed":
+		u, err = decodeAs[PlanRemovedUpdate](b)
+	case "subagent_update":
+		u, err = decodeAs[SubagentUpdate](b)
 	case "available_commands_update":
 		u, err = decodeAs[AvailableCommandsUpdate](b)
 	case "current_mode_update":

@@ -89,6 +89,7 @@ func (s *Session) Spawn(ctx context.Context, o ChildOptions) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spawn sub-agent: %w", err)
 	}
+	s.childOpened(c)
 	return c, nil
 }
 
@@ -101,7 +102,12 @@ func (s *Session) Child(ctx context.Context, id string) (*Session, error) {
 	if m.ParentID != s.id {
 		return nil, fmt.Errorf("open sub-agent %s: %w", m.ID, ErrNotChild)
 	}
-	return s.h.Open(ctx, m.ID)
+	c, err := s.h.Open(ctx, m.ID)
+	if err != nil {
+		return nil, err
+	}
+	s.childOpened(c)
+	return c, nil
 }
 
 // Parent returns the session a sub-agent's session belongs to, nil for a

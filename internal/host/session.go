@@ -52,13 +52,15 @@ type Session struct {
 	mu     sync.Mutex // guards meta, subs, nextSub, inbox, cancel, asker, elicitor, closed
 	closed bool       // set by close before it waits for the turn
 
-	metaMu  sync.Mutex // serializes changes of the stored description
-	meta    session.Meta
-	subs    map[int]func(agent.Event)
-	nextSub int
-	inbox   []model.Part
-	cancel  context.CancelCauseFunc
-	asker   permission.Asker
+	metaMu sync.Mutex // serializes changes of the stored description
+	meta   session.Meta
+	subs   map[int]func(agent.Event)
+	// childSubs are OnChild's subscribers, numbered from nextSub too.
+	childSubs map[int]func(*Session)
+	nextSub   int
+	inbox     []model.Part
+	cancel    context.CancelCauseFunc
+	asker     permission.Asker
 	// elicitor answers MCP elicitations; nil declines.
 	elicitor Elicitor
 
@@ -412,6 +414,39 @@ func (s *Session) Subscribe(fn func(agent.Event)) (unsubscribe func()) {
 		s.mu.Lock()
 		delete(s.subs, id)
 		s.mu.Unlock()
+	}
+}
+
+// OnChild calls fn with each sub-agent session of s as it opens, spawned
+// or taken up again by a follow-up, before it runs a turn, so a front door
+// can show its work as a session of its own. fn runs on the goroutine of
+// the call that spawns it and must not block.
+func (s *Session) OnChild(fn func(child *Session)) (stop func()) {
+	s.mu.Lock()
+	id := s.nextSub
+	s.nextSub++
+	if s.childSubs == nil {
+		s.childSubs = make(map[int]func(*Session))
+	}
+	s.childSubs[id] = fn
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.childSubs, id)
+		s.mu.Unlock()
+	}
+}
+
+// childOpened tells OnChild's subscribers of c.
+func (s *Session) childOpened(c *Session) {
+	s.mu.Lock()
+	fns := make([]func(*Session), 0, len(s.childSubs))
+	for _, fn := range s.childSubs {
+		fns = append(fns, fn)
+	}
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn(c)
 	}
 }
 
