@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"meka.dev/meka/model"
@@ -44,9 +43,7 @@ func (e *Engine) maybeCompact(ctx context.Context, turn int64) (model.Usage, boo
 	if e.opts.ContextWindow <= 0 {
 		return model.Usage{}, false, nil
 	}
-	e.mu.Lock()
-	estimate := e.lastCtx + e.addedLen/4
-	e.mu.Unlock()
+	estimate := e.contextEstimate()
 	if float64(estimate) < e.opts.CompactAt*float64(e.opts.ContextWindow) {
 		return model.Usage{}, false, nil
 	}
@@ -55,6 +52,19 @@ func (e *Engine) maybeCompact(ctx context.Context, turn int64) (model.Usage, boo
 		return u, false, nil
 	}
 	return u, err == nil, err
+}
+
+// contextEstimate is how full the window is before the next request: the
+// last reply's measure and what was added since, four bytes to a token;
+// the view's size before any reply measured it.
+func (e *Engine) contextEstimate() int {
+	e.mu.Lock()
+	last, added := e.lastCtx, e.addedLen
+	e.mu.Unlock()
+	if last == 0 {
+		return e.viewTokens()
+	}
+	return last + added/4
 }
 
 // viewTokens estimates the tokens of the conversation as the next request
@@ -92,7 +102,7 @@ func (e *Engine) compact(ctx context.Context, turn int64, trigger string) (model
 		return model.Usage{}, ErrNothingToCompact
 	}
 	keptFrom := rows[keep].Seq
-	facts := Compacted{KeptFrom: keptFrom, Trigger: trigger, TokensBefore: e.viewTokens()}
+	facts := Compacted{KeptFrom: keptFrom, Trigger: trigger, TokensBefore: e.contextEstimate()}
 	turns := map[int64]bool{}
 	for i, r := range rows {
 		switch {
@@ -144,13 +154,7 @@ func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, 
 	if _, err := e.appendRows(ctx, turn, session.Compaction{Summary: summary, KeptFrom: keptFrom, Checkpoint: checkpoint}); err != nil {
 		return spent, fmt.Errorf("compact: %w", err)
 	}
-	facts.Summary, facts.Usage, facts.TokensAfter = summary, spent, e.viewTokens()
-	for name, state := range checkpoint {
-		if len(state) > 0 && string(state) != "null" {
-			facts.Carried = append(facts.Carried, name)
-		}
-	}
-	slices.Sort(facts.Carried)
+	facts.Summary, facts.Usage, facts.TokensAfter, facts.Checkpoint = summary, spent, e.viewTokens(), checkpoint
 	e.emit(facts)
 	return spent, nil
 }

@@ -96,14 +96,14 @@ type Compacted struct {
 	// Trigger and TokensBefore are the CompactionStarted's; TokensAfter
 	// estimates the conversation after it. RowsSummarized counts the log
 	// rows the summary replaced, KeptTurns the turns kept as they were;
-	// Carried names the folds (a checklist, a plan) whose state the
-	// checkpoint carries past the boundary.
+	// Checkpoint is the folds' state (a checklist, a plan) carried past
+	// the boundary, as recorded.
 	Trigger        string
 	TokensBefore   int
 	TokensAfter    int
 	RowsSummarized int
 	KeptTurns      int
-	Carried        []string
+	Checkpoint     map[string]json.RawMessage
 	// Usage is what the compaction's model call spent; a Usage event with
 	// the gauge after the compaction follows.
 	Usage model.Usage

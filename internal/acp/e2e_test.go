@@ -133,6 +133,20 @@ var scenarios = []scenario{
 		{"text": "second."},
 		{"text": "forked."}]`},
 	{name: "list", level: "workspace", rounds: `[]`},
+	{name: "delete", level: "workspace", rounds: `[{"text": "hi"}]`},
+	{name: "sysprompt", level: "workspace", rounds: `[{"text": "1"}, {"text": "2"}, {"text": "3"}, {"text": "4"}]`, check: checkSystemPrompts},
+	{name: "planops", level: "workspace", extra: "[tools]\nplan = \"update_plan\"\n", rounds: `[
+		{"tool_calls": [{"id": "p1", "name": "update_plan", "arguments": {"plan": [{"step": "Write the tests", "status": "in_progress"}]}}]},
+		{"tool_calls": [{"id": "p2", "name": "update_plan", "arguments": {"plan": [{"step": "Write the tests", "status": "completed"}]}}]},
+		{"text": "done"},
+		{"tool_calls": [{"id": "p3", "name": "update_plan", "arguments": {"plan": []}}]},
+		{"text": "cleared"}]`},
+	{name: "subagents", level: "read", extra: "approvals = true\n", rounds: `[
+		{"tool_calls": [{"id": "sp", "name": "agent_spawn", "arguments": {"task": "write sub.txt", "description": "Writer"}}]},
+		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "sub.txt", "content": "from the child"}}]},
+		{"tool_calls": [{"id": "r", "name": "file_read", "arguments": {"path": "sub.txt"}}]},
+		{"text": "Wrote sub.txt."},
+		{"text": "The sub-agent wrote it."}]`},
 	{name: "permission", level: "read", extra: "approvals = true\n", rounds: `[
 		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "f0.txt", "content": "x"}}]}, {"text": "0"},
 		{"tool_calls": [{"id": "w", "name": "file_write", "arguments": {"path": "f1.txt", "content": "x"}}]}, {"text": "1"},
@@ -203,6 +217,34 @@ func init() {
 			".agents/skills/broken/SKILL.md": "no front matter\n",
 		},
 		check: checkSkillRequests})
+}
+
+// checkSystemPrompts: the client's systemPrompt ends the system prompt,
+// is kept by a load that sends none and by a fork, and replaced by a
+// resume that sends another.
+func checkSystemPrompts(t *testing.T, reqs []modeltest.Recorded) {
+	if len(reqs) != 4 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	system := func(i int) string {
+		var b struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(reqs[i].Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := b.Messages[0].Content.(string)
+		return s
+	}
+	for i, want := range []string{"CLIENT-RULE-ONE", "CLIENT-RULE-ONE", "CLIENT-RULE-TWO", "CLIENT-RULE-TWO"} {
+		s := system(i)
+		if !strings.HasSuffix(s, want) || strings.Count(s, "CLIENT-RULE") != 1 {
+			t.Errorf("request %d: the system prompt ends %q, want %s once", i+1, s[max(0, len(s)-120):], want)
+		}
+	}
 }
 
 // checkMemoryRequests: every request ends with the memories the session
@@ -361,6 +403,10 @@ model = "second-model"
 base_url = %[1]q
 api_key_env = "MEKA_TEST_KEY"
 context_window = 50000
+
+[models."main-model"]
+input_price = 1.0
+output_price = 2.0
 
 [permissions]
 default = %[2]q

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"meka.dev/meka/agent"
@@ -512,29 +511,24 @@ func liveFacts(ev agent.Compacted) map[string]any {
 		"trigger": ev.Trigger, "status": "completed", "kept_from_row": ev.KeptFrom,
 		"rows_summarized": ev.RowsSummarized, "kept_turns": ev.KeptTurns,
 		"tokens_before": ev.TokensBefore, "tokens_after": ev.TokensAfter,
-		"checklist_carried": carriesPlan(ev.Carried), "carried": append([]string{}, ev.Carried...),
+		"checklist_carried": carriesPlan(ev.Checkpoint),
 	}
 }
 
 // recordedFacts are what a compaction's row says of it, for a replay.
 func recordedFacts(c session.Compaction) map[string]any {
-	var carried []string
-	for name, state := range c.Checkpoint {
-		if len(state) > 0 && string(state) != "null" {
-			carried = append(carried, name)
-		}
-	}
-	slices.Sort(carried)
-	return map[string]any{"status": "completed", "kept_from_row": c.KeptFrom,
-		"checklist_carried": carriesPlan(carried), "carried": append([]string{}, carried...)}
+	return map[string]any{"status": "completed", "kept_from_row": c.KeptFrom, "checklist_carried": carriesPlan(c.Checkpoint)}
 }
 
-// carriesPlan reports whether a checkpoint carries a checklist or a
-// plan (the plan dialects' folds) past the boundary.
-func carriesPlan(folds []string) bool {
-	for _, f := range folds {
-		switch f {
-		case "checklist", "update_plan", "write_todos":
+// carriesPlan reports whether a checkpoint carries a checklist or plan
+// with items past the boundary: the plan dialects' folds record a list
+// of "items".
+func carriesPlan(checkpoint map[string]json.RawMessage) bool {
+	for _, name := range []string{"checklist", "update_plan", "write_todos"} {
+		var st struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if json.Unmarshal(checkpoint[name], &st) == nil && len(st.Items) > 0 {
 			return true
 		}
 	}

@@ -210,6 +210,13 @@ const scenarios = {
     check(r1.usage?.totalTokens === 15 && r1.usage.inputTokens === 10, `usage ${JSON.stringify(r1.usage)}`);
     check(textOf(of(state, id, "agent_message_chunk")) === "Hello from meka.", `streamed ${JSON.stringify(textOf(of(state, id, "agent_message_chunk")))}`);
     check(of(state, id, "usage_update").length >= 1, "usage_update");
+    // Chunks carry their message's id: one id for the reply's chunks.
+    const chunks = of(state, id, "agent_message_chunk");
+    check(chunks.length > 0 && chunks.every((c) => typeof c.messageId === "string" && c.messageId === chunks[0].messageId), `messageIds ${JSON.stringify(chunks.map((c) => c.messageId))}`);
+    // The model has prices: the gauge carries the session's cost.
+    const gauge = of(state, id, "usage_update").at(-1);
+    check(gauge?.cost?.currency === "USD" && Math.abs(gauge.cost.amount - 0.00002) < 1e-9, `usage_update.cost ${JSON.stringify(gauge?.cost)}`);
+    check(initResp.agentCapabilities.sessionCapabilities?.delete && initResp.agentCapabilities.sessionCapabilities?.systemPrompt, `sessionCapabilities ${JSON.stringify(initResp.agentCapabilities.sessionCapabilities)}`);
     check(of(state, id, "session_info_update")[0]?.title === "say hello", "session_info_update title");
     // Every update of the turn precedes the prompt response.
     const pr = responseIndex("session/prompt");
@@ -219,7 +226,10 @@ const scenarios = {
     const r2 = await prompt(ctx, id, "read the notes");
     check(r2.stopReason === "end_turn", "second prompt");
     const call = of(state, id, "tool_call")[0];
-    check(call && call.kind === "read" && call.status === "in_progress" && call.title.startsWith("file_read"), `tool_call ${JSON.stringify(call)}`);
+    check(call && call.kind === "read" && call.status === "in_progress" && call.title.startsWith("file_read") && call.name === "file_read", `tool_call ${JSON.stringify(call)}`);
+    // A new reply is a new message.
+    const second = of(state, id, "agent_message_chunk").at(-1);
+    check(second?.messageId && second.messageId !== chunks[0]?.messageId, `the second reply's messageId ${second?.messageId}`);
     check(call?.locations?.[0]?.path === `${ws}/notes.txt`, `locations ${JSON.stringify(call?.locations)}`);
     const done = of(state, id, "tool_call_update").find((u) => u.toolCallId === call.toolCallId && u.status);
     check(done?.status === "completed" && JSON.stringify(done.content).includes("remember the milk"), `tool_call_update ${JSON.stringify(done)}`);
@@ -480,6 +490,9 @@ const scenarios = {
     const ups = updatesOf(id, from);
     const done = ups.findIndex((u) => u.sessionUpdate === "compaction_update" && u.status === "completed");
     check(done >= 0, `no completed compaction in ${JSON.stringify(ups.map((u) => u.sessionUpdate))}`);
+    const facts = ups[done]?._meta?.compaction ?? {};
+    check(facts.trigger === "auto" && facts.status === "completed" && facts.rows_summarized > 0 && facts.kept_turns === 1 && facts.tokens_before > facts.tokens_after && "checklist_carried" in facts,
+      `_meta.compaction ${JSON.stringify(facts)}`);
     const gauge = ups.slice(done + 1).find((u) => u.sessionUpdate === "usage_update");
     check(gauge && gauge.used > 0 && gauge.used < 95000 && gauge.size === 100000, `usage_update after the compaction: ${JSON.stringify(gauge)}`);
     const firstAfter = ups.slice(done + 1).findIndex((u) => u.sessionUpdate === "usage_update");
@@ -643,6 +656,91 @@ const scenarios = {
     await prompt(ctx, id, "/memories");
     const listed = textOf(of(state, id, "agent_message_chunk").slice(before));
     check(listed.includes("Memories of project web") && listed.includes("web deploys with make ship") && !listed.includes("tabs"), `/memories ${listed}`);
+  },
+
+  // session/delete: advertised; a session this connection holds is
+  // refused, a closed one goes with its log; a missing one succeeds.
+  async delete(ctx) {
+    await init(ctx);
+    const { sessionId: id } = await newSession(ctx);
+    await prompt(ctx, id, "hello");
+    await expectError(ctx.request(acp.methods.agent.session.delete, { sessionId: id }), -32602, "delete of a held session");
+    await ctx.request(acp.methods.agent.session.close, { sessionId: id });
+    await ctx.request(acp.methods.agent.session.delete, { sessionId: id });
+    const list = await ctx.request(acp.methods.agent.session.list, {});
+    check(!list.sessions.some((x) => x.sessionId === id), "the deleted session is still listed");
+    await expectError(ctx.request(acp.methods.agent.session.load, { sessionId: id, cwd: ws, mcpServers: [] }), -32602, "load of a deleted session");
+    await ctx.request(acp.methods.agent.session.delete, { sessionId: id });
+  },
+
+  // A client's systemPrompt is appended to meka's and recorded with the
+  // session: kept by a load that sends none, replaced by one that sends
+  // another (the Go side checks the model's system prompts). A mode meka
+  // does not offer is refused.
+  async sysprompt(ctx) {
+    await init(ctx);
+    const sp = (text) => ({ mode: "append", content: [{ type: "text", text }] });
+    const s = await ctx.request(acp.methods.agent.session.new, { cwd: ws, mcpServers: [], systemPrompt: sp("CLIENT-RULE-ONE") });
+    await prompt(ctx, s.sessionId, "first");
+    await ctx.request(acp.methods.agent.session.close, { sessionId: s.sessionId });
+    await ctx.request(acp.methods.agent.session.load, { sessionId: s.sessionId, cwd: ws, mcpServers: [] });
+    await prompt(ctx, s.sessionId, "second");
+    await ctx.request(acp.methods.agent.session.close, { sessionId: s.sessionId });
+    await ctx.request(acp.methods.agent.session.resume, { sessionId: s.sessionId, cwd: ws, mcpServers: [], systemPrompt: sp("CLIENT-RULE-TWO") });
+    await prompt(ctx, s.sessionId, "third");
+    const f = await ctx.request(acp.methods.agent.session.fork, { sessionId: s.sessionId, cwd: ws, mcpServers: [] });
+    await prompt(ctx, f.sessionId, "in the fork");
+    await expectError(ctx.request(acp.methods.agent.session.new, { cwd: ws, mcpServers: [], systemPrompt: { mode: "override", content: [{ type: "text", text: "x" }] } }), -32602, "override mode");
+    await expectError(ctx.request(acp.methods.agent.session.new, { cwd: ws, mcpServers: [], systemPrompt: { mode: "append", content: [] } }), -32602, "empty systemPrompt");
+  },
+
+  // A client that advertises plan operations gets plan_update, one plan
+  // by id, and plan_removed when the list is emptied.
+  async planops(ctx, { state }) {
+    await init(ctx, { plan: {} });
+    const { sessionId: id } = await newSession(ctx);
+    await prompt(ctx, id, "plan it");
+    check(of(state, id, "plan").length === 0, "a legacy plan went to a client with plan operations");
+    const ups = of(state, id, "plan_update");
+    check(ups.length >= 2 && ups.every((u) => u.plan.type === "items" && u.plan.planId === "update_plan"), `plan_update ${JSON.stringify(ups)}`);
+    check(ups[0]?.plan.entries[0]?.content === "Write the tests" && ups[0].plan.entries[0].status === "in_progress", `first plan_update ${JSON.stringify(ups[0])}`);
+    check(ups.at(-1)?.plan.entries[0]?.status === "completed", `last plan_update ${JSON.stringify(ups.at(-1))}`);
+    await prompt(ctx, id, "clear it");
+    const gone = of(state, id, "plan_removed");
+    check(gone.length === 1 && gone[0].planId === "update_plan", `plan_removed ${JSON.stringify(gone)}`);
+  },
+
+  // A client that advertises subagents sees a sub-agent as a session of
+  // its own: announced on the parent, linked to the agent_spawn call, its
+  // updates and its permission request under its own id, idle at the end.
+  async subagents(ctx, { state }) {
+    await init(ctx, { subagents: {} });
+    const { sessionId: id } = await newSession(ctx);
+    state.answers.push("allow");
+    const r = await prompt(ctx, id, "delegate");
+    check(r.stopReason === "end_turn", `turn ${JSON.stringify(r)}`);
+    const spawn = of(state, id, "tool_call").find((c) => c.name === "agent_spawn");
+    const subs = of(state, id, "subagent_update");
+    const childId = subs[0]?.sessionId;
+    if (!check(childId && childId !== id, `subagent_update ${JSON.stringify(subs)}`)) return;
+    check(subs[0].state?.state === "running" && subs[0].title === "Writer" && subs[0]._meta?.toolCallId === spawn?.toolCallId, `announcement ${JSON.stringify(subs[0])}`);
+    check(of(state, id, "tool_call_update").some((u) => u.toolCallId === spawn?.toolCallId && u._meta?.subagentSessionId === childId), "the spawn call does not name its child");
+    const last = subs.at(-1);
+    check(last?.state?.state === "idle" && last.state.stopReason === "end_turn", `last subagent_update ${JSON.stringify(last)}`);
+    // The child's traffic comes after its announcement, under its id.
+    const announced = transcript.findIndex((t) => t.msg.method === "session/update" && t.msg.params.update.sessionUpdate === "subagent_update");
+    const firstChild = transcript.findIndex((t) => t.msg.method === "session/update" && t.msg.params.sessionId === childId);
+    check(announced >= 0 && firstChild > announced, `child traffic before its announcement (${firstChild} <= ${announced})`);
+    const childCalls = updatesOf(childId).filter((u) => u.sessionUpdate === "tool_call").map((u) => u.name);
+    check(JSON.stringify(childCalls) === '["file_write","file_read"]', `the child's calls ${JSON.stringify(childCalls)}`);
+    check(textOf(updatesOf(childId).filter((u) => u.sessionUpdate === "agent_message_chunk")) === "Wrote sub.txt.", "the child's reply");
+    check(updatesOf(childId).some((u) => u.sessionUpdate === "user_message_chunk" && u.content.text === "write sub.txt"), "the child's task");
+    check(state.asked.length === 1 && state.asked[0].sessionId === childId, `permission ${JSON.stringify(state.asked.map((a) => a.sessionId))}`);
+    const childWrite = updatesOf(childId).find((u) => u.sessionUpdate === "tool_call" && u.name === "file_write");
+    check(state.asked[0]?.toolCall.toolCallId === childWrite?.toolCallId, "the request names the child's card");
+    // No rolling list on the spawn card: the child shows its own work.
+    check(!of(state, id, "tool_call_update").some((u) => u.toolCallId === spawn?.toolCallId && u.content && !u.status), "legacy progress sent");
+    check(existsSync(join(ws, "sub.txt")), "the child's write");
   },
 
   async setmode(ctx, { state, client }) {
