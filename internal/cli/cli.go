@@ -149,6 +149,10 @@ Exit status:
 			if err := refuseMistake(cmd, args, g.commandNames); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("resume") && strings.TrimSpace(resume) == "" {
+				// Empty would silently start a new session instead.
+				return usageError("--resume needs a session id (any unique prefix of one): meka sessions list shows them, -c continues this directory's latest")
+			}
 			if provider != "" {
 				// A configured profile's name or a provider's own
 				// (openai, anthropic): seed 004 schedules

@@ -192,3 +192,19 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("code %d out %q", code, out.String())
 	}
 }
+
+// An empty --resume is refused, not taken for a new session, before
+// anything is read or written.
+func TestEmptyResumeRefused(t *testing.T) {
+	for _, args := range [][]string{{"-r", ""}, {"--resume="}, {"--oneshot", "-r", " ", "hi"}} {
+		data := filepath.Join(t.TempDir(), "data")
+		var out, errOut bytes.Buffer
+		code := cli.Main(context.Background(), append([]string{"--data-dir", data}, args...), strings.NewReader(""), &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), "--resume needs a session id") {
+			t.Errorf("%q: code %d stderr %q", args, code, errOut.String())
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("%q: the data dir was created: %v", args, err)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func (srv *Server) answerApproval(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Decision string `json:"decision"`
 	}
-	if !decode(w, r, &body) {
+	if !srv.decode(w, r, &body) {
 		return
 	}
 	d, known := decisions[body.Decision]

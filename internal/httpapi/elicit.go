@@ -88,7 +88,7 @@ func (srv *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 		Action  string         `json:"action"`
 		Content map[string]any `json:"content"`
 	}
-	if !decode(w, r, &body) {
+	if !srv.decode(w, r, &body) {
 		return
 	}
 	switch body.Action {

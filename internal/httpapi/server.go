@@ -53,9 +53,16 @@ type Options struct {
 	// and WebhookPoll how often the outbox is read, for tests.
 	RetrySchedule []time.Duration
 	WebhookPoll   time.Duration
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// BodyTimeout bounds the time to read a request body, from when its
+	// handler starts reading (a body that trickles in, or never ends,
+	// gets 408); DefaultBodyTimeout when zero.
+	BodyTimeout time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
+
+// DefaultBodyTimeout is Options.BodyTimeout's default.
+const DefaultBodyTimeout = 30 * time.Second
 
 // Server serves the HTTP API. Construct it with New; Serve runs it.
 type Server struct {
@@ -83,6 +90,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

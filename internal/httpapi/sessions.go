@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"meka.dev/meka/internal/events"
 	"meka.dev/meka/internal/host"
@@ -22,11 +24,38 @@ var errSubAgent = errors.New("the session is a sub-agent's")
 
 func (srv *Server) knownProfile(name string) bool { return slices.Contains(srv.opts.Profiles, name) }
 
-// decode reads a JSON body strictly: an unknown field is a 400 naming it.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// readBody reads a request's body within Options.BodyTimeout, or
+// answers why it could not: too large (413), too slow (408), cut (400).
+func (srv *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	rc := http.NewResponseController(w)
+	// The connection's deadline, not the request's context: a read
+	// blocked on a client that sends nothing more only ends with it.
+	_ = rc.SetReadDeadline(time.Now().Add(srv.opts.BodyTimeout))
 	body, err := io.ReadAll(r.Body)
-	if err != nil {
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+		return body, true
+	}
+	// The rest of the body is not waited for: the connection closes.
+	w.Header().Set("Connection", "close")
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
 		writeProblem(w, problem{Status: http.StatusRequestEntityTooLarge, Code: "body-too-large", Title: "The request body is too large"})
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		writeProblem(w, problem{Status: http.StatusRequestTimeout, Code: "body-timeout", Title: "The request body did not arrive in time",
+			Detail: fmt.Sprintf("the whole body must arrive within %s", srv.opts.BodyTimeout)})
+	default:
+		writeProblem(w, problem{Status: http.StatusBadRequest, Code: "body-unreadable", Title: "The request body could not be read", Detail: err.Error()})
+	}
+	return nil, false
+}
+
+// decode reads a JSON body strictly (readBody): an unknown field is a 400
+// naming it, and so is anything after the value.
+func (srv *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := srv.readBody(w, r)
+	if !ok {
 		return false
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -34,7 +63,13 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		if _, tail := dec.Token(); tail != io.EOF {
+			err = errors.New("data after the JSON value: a body is one JSON value")
+		}
+	}
+	if err != nil {
 		writeProblem(w, problem{Status: http.StatusBadRequest, Code: "body-invalid", Title: "The request body is not what this endpoint takes", Detail: err.Error()})
 		return false
 	}
@@ -163,7 +198,7 @@ func (srv *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		Permission            string   `json:"permission"`
 		Approvals             *bool    `json:"approvals"`
 	}
-	if !decode(w, r, &body) {
+	if !srv.decode(w, r, &body) {
 		return
 	}
 	if !filepath.IsAbs(body.Cwd) {
@@ -277,7 +312,7 @@ func (srv *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 		Project    *string `json:"project"`
 		Approvals  *bool   `json:"approvals"`
 	}
-	if !decode(w, r, &body) {
+	if !srv.decode(w, r, &body) {
 		return
 	}
 	a, ok := srv.held(w, r)
@@ -360,7 +395,7 @@ func (srv *Server) forkSession(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Turn *int64 `json:"turn"`
 	}
-	if !decode(w, r, &body) {
+	if !srv.decode(w, r, &body) {
 		return
 	}
 	m, ok := srv.meta(w, r)

@@ -39,9 +39,8 @@ func (srv *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(w h
 		h(w, r)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		writeProblem(w, problem{Status: http.StatusRequestEntityTooLarge, Code: "body-too-large", Title: "The request body is too large"})
+	body, ok := srv.readBody(w, r)
+	if !ok {
 		return
 	}
 	sum := sha256.Sum256(append([]byte(r.Method+" "+r.URL.Path+"\n"), body...))
@@ -130,7 +129,7 @@ func (srv *Server) startTurnOnce(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Input []inputBlock `json:"input"`
 	}
-	if !decode(w, r, &body) {
+	if !srv.decode(w, r, &body) {
 		return
 	}
 	ps, ok := parts(body.Input)
@@ -263,7 +262,7 @@ func (srv *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		Text        string `json:"text"`
 		StartIfIdle bool   `json:"start_if_idle"`
 	}
-	if !decode(w, r, &body) {
+	if !srv.decode(w, r, &body) {
 		return
 	}
 	if body.Text == "" {
