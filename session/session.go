@@ -56,6 +56,20 @@ func Title(s string) string {
 	return string(r)
 }
 
+// ForkTitle is the title of a fork of the session id titled title
+// (through turn through, or whole when through < 0), so that a listing
+// tells the copy from its source.
+func ForkTitle(id, title string, through int64) string {
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	at := ""
+	if through >= 0 {
+		at = fmt.Sprintf(" at turn %d", through)
+	}
+	return Title(fmt.Sprintf("fork of %s%s: %s", id, at, title))
+}
+
 // Errors stores return, to be tested with errors.Is.
 var (
 	ErrNotFound  = errors.New("session not found")

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -124,5 +125,58 @@ func TestBaseURLPrecedence(t *testing.T) {
 	out, errOut, code = run(t, t.TempDir(), env, "-v", "--profile", "pinned", "-p", "hi")
 	if code != 0 || out != "via file\n" || !strings.Contains(errOut, "base_url_from=config") {
 		t.Fatalf("pinned: code %d stdout %q stderr %q", code, out, errOut)
+	}
+}
+
+// Telling sessions apart: --all names each one's directory, a fork's
+// title says it is one, and -c says which session it continues: the one
+// used last, not the one created last.
+func TestTellingSessionsApart(t *testing.T) {
+	srv := serve(t, `[{"text":"a"},{"text":"b"},{"text":"c"},{"text":"d"},{"text":"e"}]`)
+	env := configured(t, srv, "")
+	work, other := t.TempDir(), t.TempDir()
+	if _, errOut, code := run(t, work, env, "-p", "first task"); code != 0 {
+		t.Fatalf("first: %d %s", code, errOut)
+	}
+	if _, errOut, code := run(t, other, env, "-p", "second task"); code != 0 {
+		t.Fatalf("second: %d %s", code, errOut)
+	}
+	if _, errOut, code := run(t, work, env, "-p", "third task"); code != 0 {
+		t.Fatalf("third: %d %s", code, errOut)
+	}
+	list, _, _ := run(t, work, env, "sessions", "list")
+	var firstID string
+	for _, l := range strings.Split(list, "\n") {
+		if strings.Contains(l, "first task") {
+			firstID = strings.Fields(l)[0]
+		}
+	}
+	if firstID == "" {
+		t.Fatalf("no first session in %q", list)
+	}
+	// Using the first again makes it the latest of the directory.
+	if _, errOut, code := run(t, work, env, "-r", firstID, "-p", "more"); code != 0 {
+		t.Fatalf("resume: %d %s", code, errOut)
+	}
+	_, errOut, code := run(t, work, env, "-c", "-p", "and more")
+	if code != 0 || !strings.Contains(errOut, "meka: continuing session "+firstID+", last used ") || !strings.Contains(errOut, ": first task") {
+		t.Fatalf("-c: code %d stderr %q", code, errOut)
+	}
+
+	forkOut, _, code := run(t, work, env, "sessions", "fork", firstID, "--turn", "1")
+	if code != 0 {
+		t.Fatalf("fork: %d", code)
+	}
+	all, _, _ := run(t, work, env, "sessions", "list", "--all")
+	inOrderCLI(t, all, "ID", "UPDATED", "DIRECTORY", "PROFILE", "TITLE")
+	for _, want := range []string{forkOut[:8], "fork of " + firstID + " at turn 1: first task", filepath.Base(other), "second task"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("--all lacks %q:\n%s", want, all)
+		}
+	}
+	for _, l := range strings.Split(all, "\n") {
+		if strings.Contains(l, "second task") && !strings.Contains(l, filepath.Base(other)) {
+			t.Errorf("the directory is not on the session's row: %q", l)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/x/term"
 
@@ -94,6 +95,12 @@ func openSession(ctx context.Context, g *globals, a *app, cont bool, resume stri
 		s, err = a.host.Latest(ctx, dir)
 		if errors.Is(err, session.ErrNotFound) {
 			return nil, &exitError{code: 1, err: fmt.Errorf("no session in %s; start one with meka", dir)}
+		}
+		if err == nil {
+			// Several sessions may share a directory: say which this is.
+			m := s.Meta()
+			fmt.Fprintf(g.terminalSafe(g.stderr), "meka: continuing session %s, last used %s: %s\n", shortSessionID(m.ID),
+				m.UpdatedAt.Local().Format(time.DateTime), cell(m.Title, 60))
 		}
 	default:
 		s, err = a.host.Create(ctx, host.CreateOptions{Cwd: dir, Profile: g.profile, Project: g.project})

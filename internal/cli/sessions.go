@@ -68,7 +68,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				}
 				return nil
 			}
-			printSessions(g.stdout, page)
+			printSessions(g.stdout, page, all || children != "", g.getenv("HOME"))
 			return nil
 		},
 	}
@@ -101,10 +101,20 @@ type sessionList struct {
 	Next     string         `json:"next,omitempty"`
 }
 
-func printSessions(w io.Writer, page session.Page) {
+// printSessions prints a page as a table; withDir adds each session's
+// directory (home as ~), for listings of more than one directory.
+func printSessions(w io.Writer, page session.Page, withDir bool, home string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUPDATED\tPROFILE\tTITLE")
+	if withDir {
+		fmt.Fprintln(tw, "ID\tUPDATED\tDIRECTORY\tPROFILE\tTITLE")
+	} else {
+		fmt.Fprintln(tw, "ID\tUPDATED\tPROFILE\tTITLE")
+	}
 	for _, m := range page.Sessions {
+		if withDir {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID[:8], m.UpdatedAt.Local().Format(time.DateTime), dirCell(m.Cwd, home, 40), m.Profile, cell(m.Title, 60))
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID[:8], m.UpdatedAt.Local().Format(time.DateTime), m.Profile, cell(m.Title, 60))
 	}
 	tw.Flush()
@@ -251,6 +261,19 @@ func partsString(ps model.Parts) string {
 }
 
 // cell cuts s to n runes on one line, marking the cut.
+// dirCell is a directory cut from the left to n characters, home as ~:
+// its end is what tells two directories apart.
+func dirCell(dir, home string, n int) string {
+	if home != "" && (dir == home || strings.HasPrefix(dir, home+"/")) {
+		dir = "~" + dir[len(home):]
+	}
+	r := []rune(dir)
+	if len(r) <= n {
+		return dir
+	}
+	return "…" + string(r[len(r)-n+1:])
+}
+
 func cell(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)

@@ -46,6 +46,10 @@ continue the copy with meka -r NEWID.`,
 				if err != nil {
 					return &exitError{code: 1, err: err}
 				}
+				f.Title = session.ForkTitle(m.ID, m.Title, through)
+				if err := st.Update(cmd.Context(), f); err != nil {
+					return &exitError{code: 1, err: err}
+				}
 				what := "whole"
 				if through >= 0 {
 					what = fmt.Sprintf("through turn %d", through)

@@ -473,6 +473,10 @@ func (h *Host) ForkIn(ctx context.Context, idOrPrefix string, throughTurn int64,
 	if err != nil {
 		return nil, fmt.Errorf("fork session: %w", err)
 	}
+	forked.Title = session.ForkTitle(meta.ID, meta.Title, throughTurn)
+	if err := h.opts.Store.Update(ctx, forked); err != nil {
+		return nil, fmt.Errorf("fork session: %w", err)
+	}
 	return h.OpenIn(ctx, forked.ID, ws)
 }
 
