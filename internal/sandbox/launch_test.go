@@ -376,10 +376,11 @@ func TestLaunchedShareLoopback(t *testing.T) {
 			client := spec
 			client.TempDir = shellTemp(t)
 			client.Args = []string{exe, attackMarker, "tcp", strings.TrimSpace(addr)}
-			var out lockedBuffer
-			run := mustLaunch(t, t.Context(), client, &out, nil)
+			// Stderr apart: a -cover test binary warns there as it starts.
+			var out, errOut lockedBuffer
+			run := mustLaunch(t, t.Context(), client, &out, &errOut)
 			if err := waitBounded(t, run); err != nil || out.String() != "ok\n" {
-				t.Errorf("client = %q, %v; want ok", out.String(), err)
+				t.Errorf("client = %q, %v (stderr %q); want ok", out.String(), err, errOut.String())
 			}
 			if run.proc.l != srv.proc.l {
 				t.Error("the two commands had launchers of their own")
