@@ -11,6 +11,7 @@ import (
 	"meka.dev/meka/agent"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/anthropic"
+	"meka.dev/meka/model/gemini"
 	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/openai"
 	"meka.dev/meka/model/responses"
@@ -273,6 +274,57 @@ func TestResponsesPrefixIsStable(t *testing.T) {
 			}
 			if !bytes.Contains(r.Body, []byte(fmt.Sprintf(`"encrypted_content":"modeltest-encrypted-%d"`, i))) {
 				t.Fatalf("request %d lacks the previous round's reasoning item", i)
+			}
+		}
+		prev = b
+	}
+}
+
+// Every Gemini request repeats the previous one's system instruction,
+// tools and contents byte for byte, signed parts included; the
+// per-request context is the last content.
+func TestGeminiPrefixIsStable(t *testing.T) {
+	h := newHarness(t, `[]`)
+	sc := tenRounds(t)
+	for i := range sc.Rounds {
+		sc.Rounds[i].Thinking = fmt.Sprintf("thought %d", i)
+	}
+	srv := modeltest.NewServer(t, sc)
+	runCacheTurn(t, h, gemini.New(gemini.Options{BaseURL: srv.URL + "/v1beta", Model: "gemini-test", HTTPClient: srv.Client()}))
+	reqs := srv.Requests()
+	if len(reqs) != 10 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	type body struct {
+		System   json.RawMessage   `json:"systemInstruction"`
+		Tools    json.RawMessage   `json:"tools"`
+		Contents []json.RawMessage `json:"contents"`
+	}
+	var prev body
+	for i, r := range reqs {
+		var b body
+		if err := json.Unmarshal(r.Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		n := len(b.Contents)
+		if want := fmt.Sprintf(`{"role":"user","parts":[{"text":"[reminder] round %d of turn 1"}]}`, i+1); string(b.Contents[n-1]) != want {
+			t.Fatalf("request %d ends with %s", i, b.Contents[n-1])
+		}
+		if i > 0 {
+			if !bytes.Equal(b.System, prev.System) || !bytes.Equal(b.Tools, prev.Tools) {
+				t.Fatalf("request %d: system instruction or tools changed", i)
+			}
+			pn := len(prev.Contents) - 1
+			if n-1 <= pn {
+				t.Fatalf("request %d: conversation did not grow", i)
+			}
+			for j := range pn {
+				if !bytes.Equal(b.Contents[j], prev.Contents[j]) {
+					t.Fatalf("request %d: content %d differs:\n%s\n%s", i, j, prev.Contents[j], b.Contents[j])
+				}
+			}
+			if !bytes.Contains(r.Body, []byte(fmt.Sprintf(`"thoughtSignature":"modeltest-signature-%d"`, i))) {
+				t.Fatalf("request %d lacks the previous round's signed call", i)
 			}
 		}
 		prev = b

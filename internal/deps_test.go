@@ -44,6 +44,7 @@ var allowed = map[string][]string{
 	"model/openai":        {"model", "model/sse"},
 	"model/anthropic":     {"model", "model/sse"},
 	"model/responses":     {"model", "model/sse"},
+	"model/gemini":        {"model", "model/sse"},
 	"model/script":        {"model"},
 	"model/modeltest":     {"model", "model/script"},
 	"internal/task":       {"internal/sandbox"},

@@ -14,6 +14,7 @@ import (
 	"meka.dev/meka/internal/subagent"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/anthropic"
+	"meka.dev/meka/model/gemini"
 	"meka.dev/meka/model/openai"
 	"meka.dev/meka/model/responses"
 	"meka.dev/meka/model/script"
@@ -242,6 +243,9 @@ func (g *globals) provider(p config.Profile) (model.Provider, error) {
 	case config.ProviderOpenAIResponses:
 		return model.Advised(responses.New(responses.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
 			HTTPClient: hc, Timeouts: waits, ReasoningEffort: p.ReasoningEffort}), where), nil
+	case config.ProviderGemini:
+		return model.Advised(gemini.New(gemini.Options{BaseURL: p.BaseURL, APIKey: key, Model: p.Model, MaxOutputTokens: p.MaxOutputTokens,
+			HTTPClient: hc, Timeouts: waits, ReasoningEffort: p.ReasoningEffort}), where), nil
 	case config.ProviderAnthropic:
 		budget, err := anthropic.EffortBudget(p.ReasoningEffort)
 		if err != nil {
@@ -271,6 +275,8 @@ func endpointOf(p config.Profile) (base, from string) {
 		return openai.DefaultBaseURL, "default"
 	case p.Provider == config.ProviderOpenAIResponses:
 		return responses.DefaultBaseURL, "default"
+	case p.Provider == config.ProviderGemini:
+		return gemini.DefaultBaseURL, "default"
 	case p.Provider == config.ProviderAnthropic:
 		return anthropic.DefaultBaseURL, "default"
 	}

@@ -93,3 +93,30 @@ func TestOneshotOpenAIResponses(t *testing.T) {
 		t.Fatalf("requests %+v", reqs)
 	}
 }
+
+// A profile of provider gemini talks to streamGenerateContent with the
+// key in x-goog-api-key, and the reply is priced by the built-in table.
+func TestOneshotGemini(t *testing.T) {
+	s, err := script.Parse([]byte(`{"rounds":[{"thinking":"hm","text":"Hello from Gemini.","usage":{"input_tokens":1000000}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	work := t.TempDir()
+	env := isolatedEnv(t, "GEMINI_API_KEY=g-test")
+	cfg := filepath.Join(work, "config.toml")
+	os.WriteFile(cfg, []byte("[profiles.g]\nprovider = \"gemini\"\nbase_url = \""+srv.URL+"/v1beta\"\n"), 0o600)
+	out, errOut, code := run(t, work, env, "--config", cfg, "--oneshot", "hi")
+	if code != 0 || out != "Hello from Gemini.\n" {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || reqs[0].Path != "/v1beta/models/gemini-2.5-pro:streamGenerateContent" || reqs[0].Header.Get("X-Goog-Api-Key") != "g-test" {
+		t.Fatalf("requests %+v", reqs)
+	}
+	list, _, _ := run(t, work, env, "--config", cfg, "sessions", "list")
+	js, _, _ := run(t, work, env, "--config", cfg, "sessions", "show", "--json", strings.Fields(strings.Split(list, "\n")[1])[0])
+	if !strings.Contains(js, `"cost":1.25`) {
+		t.Fatalf("no cost of $1.25 (1M input tokens of gemini-2.5-pro): %s", js)
+	}
+}

@@ -21,12 +21,14 @@ const (
 	// reasoning model's reasoning from one request to the next.
 	ProviderOpenAIResponses Provider = "openai-responses"
 	ProviderAnthropic       Provider = "anthropic"
+	// ProviderGemini is Google's Gemini API, spoken natively.
+	ProviderGemini Provider = "gemini"
 	// ProviderScript replays a script file instead of calling a model.
 	ProviderScript Provider = "script"
 )
 
 // Providers lists every provider a profile may name.
-var Providers = []Provider{ProviderOpenAI, ProviderOpenAIResponses, ProviderAnthropic, ProviderScript}
+var Providers = []Provider{ProviderOpenAI, ProviderOpenAIResponses, ProviderAnthropic, ProviderGemini, ProviderScript}
 
 // providerNames lists Providers in words: "a, b or c".
 func providerNames() string {
@@ -45,6 +47,8 @@ func DefaultModel(p Provider) string {
 		return "gpt-4.1"
 	case ProviderOpenAIResponses:
 		return "gpt-5.5"
+	case ProviderGemini:
+		return "gemini-2.5-pro"
 	case ProviderAnthropic:
 		return "claude-sonnet-4-5"
 	}
@@ -57,6 +61,8 @@ func DefaultKeyEnv(p Provider) string {
 	switch p {
 	case ProviderOpenAI, ProviderOpenAIResponses:
 		return "OPENAI_API_KEY"
+	case ProviderGemini:
+		return "GEMINI_API_KEY"
 	case ProviderAnthropic:
 		return "ANTHROPIC_API_KEY"
 	}
@@ -466,7 +472,7 @@ func (c *Config) ResolveProfile(name string, getenv func(string) string) (Profil
 // server (a base_url) may take none.
 func (p Profile) NeedsKey() bool {
 	switch p.Provider {
-	case ProviderAnthropic:
+	case ProviderAnthropic, ProviderGemini:
 		return true
 	case ProviderOpenAI, ProviderOpenAIResponses:
 		return p.BaseURL == ""

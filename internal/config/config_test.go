@@ -303,7 +303,7 @@ func TestParseErrors(t *testing.T) {
 		{"array of tables", "[[profiles.a]]\nprovider = \"openai\"\n", 1, "profiles.a", "want a table"},
 
 		{"missing provider", "\n[profiles.local]\nmodel = \"x\"\n", 2, "profiles.local", "missing provider"},
-		{"unknown provider", "[profiles.local]\nprovider = \"gemini\"\n", 2, "profiles.local.provider", `unknown provider "gemini"`},
+		{"unknown provider", "[profiles.local]\nprovider = \"palm\"\n", 2, "profiles.local.provider", `unknown provider "palm" (want openai, openai-responses, anthropic, gemini or script)`},
 		{"empty model", "[profiles.a]\nprovider = \"openai\"\nmodel = \"\"\n", 3, "profiles.a.model", "empty model"},
 		{"script without path", "[profiles.s]\nprovider = \"script\"\n", 1, "profiles.s", "missing script"},
 		{"script on openai", "[profiles.a]\nprovider = \"openai\"\nscript = \"x\"\n", 3, "profiles.a.script", "only for provider"},

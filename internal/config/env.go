@@ -66,7 +66,7 @@ or write a profile into the config file, ~/.config/meka/config.toml
   default_profile = "main"
 
   [profiles.main]
-  provider = "anthropic"             # openai, openai-responses, anthropic or script
+  provider = "anthropic"             # openai, openai-responses, anthropic, gemini or script
   model = "claude-sonnet-4-5"
   api_key_env = "ANTHROPIC_API_KEY"  # the variable holding the key, not the key
 `

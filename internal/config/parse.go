@@ -35,7 +35,7 @@ type fileAgents struct {
 }
 
 type fileProfile struct {
-	Provider          *string `toml:"provider" want:"a provider name (\"openai\", \"openai-responses\", \"anthropic\" or \"script\")"`
+	Provider          *string `toml:"provider" want:"a provider name (\"openai\", \"openai-responses\", \"anthropic\", \"gemini\" or \"script\")"`
 	Model             *string `toml:"model"`
 	BaseURL           *string `toml:"base_url"`
 	APIKeyEnv         *string `toml:"api_key_env" want:"the name of an environment variable, such as \"OPENAI_API_KEY\""`

@@ -7,6 +7,7 @@ import (
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
+	"meka.dev/meka/model/gemini"
 	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/responses"
 	"meka.dev/meka/model/script"
@@ -99,5 +100,47 @@ func TestResponsesReasoningReplayedByteForByte(t *testing.T) {
 	sent(5)
 	if strings.Contains(string(srv.Requests()[5].Body), "withdrawn") {
 		t.Fatalf("the withdrawn turn was sent: %s", srv.Requests()[5].Body)
+	}
+}
+
+// A Gemini model turn stored in the SQLite log goes back with its
+// signed parts byte for byte after resume and in a fork.
+func TestGeminiSignaturesReplayedByteForByte(t *testing.T) {
+	rounds := `[{"thinking":"Plan it.","signature":"CpcB+/=\u003csig","text":"First."},{"text":"Second."},{"text":"Third."}]`
+	f := newFixture(t, `[]`)
+	srv := modeltest.NewServer(t, parseScript(t, rounds))
+	prov := gemini.New(gemini.Options{BaseURL: srv.URL + "/v1beta", Model: "gemini-test", HTTPClient: srv.Client()})
+	f.opts.Profiles = func(string) (host.Profile, error) { return host.Profile{Name: "test", Provider: prov}, nil }
+	want := `{"role":"model","parts":[{"text":"Plan it.","thought":true},{"text":"First."},{"text":"","thoughtSignature":"CpcB+/=\u003csig"}]}`
+
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CloseSession(t.Context(), s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	fork, err := h.Fork(t.Context(), s.ID(), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = h.Open(t.Context(), s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for i, sess := range []*host.Session{s, fork} {
+		if _, err := sess.Prompt(t.Context(), model.Text{Text: "again"}); err != nil {
+			t.Fatal(err)
+		}
+		var b struct{ Contents []json.RawMessage }
+		if err := json.Unmarshal(srv.Requests()[i+1].Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Contents) < 2 || string(b.Contents[1]) != want {
+			t.Fatalf("request %d: contents %s\nwant the model turn as sent:\n%s", i+1, b.Contents, want)
+		}
 	}
 }

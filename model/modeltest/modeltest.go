@@ -2,8 +2,10 @@
 // so adapters, the engine and the built binary can be tested against
 // HTTP without a network or an account. One Server speaks OpenAI Chat
 // Completions (POST /v1/chat/completions and /chat/completions), the
-// OpenAI Responses API (POST /v1/responses and /responses) and Anthropic
-// Messages (POST /v1/messages), streamed as server-sent events
+// OpenAI Responses API (POST /v1/responses and /responses), Anthropic
+// Messages (POST /v1/messages) and Gemini (POST
+// /v1beta/models/MODEL:streamGenerateContent and :generateContent),
+// streamed as server-sent events
 // or as one JSON document as each request asks, and answers each request
 // with the next round of a script.Script. A round with an "error" answers
 // with that HTTP status, a provider-shaped JSON error body and a
@@ -109,6 +111,7 @@ func (r *request) stallEnd() bool {
 // its path names.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var wf wire
+	geminiName, geminiStream, isGemini := geminiModel(r.URL.Path)
 	switch r.URL.Path {
 	case "/v1/chat/completions", "/chat/completions":
 		wf = openAIWire{}
@@ -117,8 +120,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/responses", "/responses":
 		wf = responsesWire{}
 	default:
-		http.NotFound(w, r)
-		return
+		if !isGemini {
+			http.NotFound(w, r)
+			return
+		}
+		wf = geminiWire{}
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -142,6 +148,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.seq = seq
+	if isGemini {
+		req.Model, req.Stream = geminiName, geminiStream
+	}
 	if req.Model == "" {
 		req.Model = "modeltest"
 	}

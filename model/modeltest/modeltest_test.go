@@ -385,3 +385,26 @@ func TestResponsesJSON(t *testing.T) {
 	res := post(t, srv, "/responses", `{"model":"gpt-x"}`)
 	golden(t, "responses.golden.json", readAll(t, res.Body))
 }
+
+func TestGeminiStream(t *testing.T) {
+	srv := newServer(t, full)
+	res := post(t, srv, "/v1beta/models/gemini-x:streamGenerateContent?alt=sse", `{"contents":[]}`)
+	b := readAll(t, res.Body)
+	golden(t, "gemini_stream.golden", b)
+	evs := events(t, b)
+	last := evs[len(evs)-1].data
+	if !strings.Contains(last, `"finishReason":"STOP"`) || !strings.Contains(evs[len(evs)-2].data, `"thoughtSignature":"modeltest-signature-1"`) {
+		t.Errorf("the first call is not signed, or the stream does not finish: %s", b)
+	}
+}
+
+func TestGeminiJSONAndErrors(t *testing.T) {
+	srv := newServer(t, `{"rounds":[{"text":"hi"},{"error":{"status":429,"body":"quota","retry_after":"38s"}}]}`)
+	res := post(t, srv, "/v1beta/models/gemini-x:generateContent", `{}`)
+	golden(t, "gemini.golden.json", readAll(t, res.Body))
+	res = post(t, srv, "/v1beta/models/gemini-x:streamGenerateContent", `{}`)
+	b := string(readAll(t, res.Body))
+	if res.StatusCode != 429 || res.Header.Get("Retry-After") != "" || !strings.Contains(b, `"retryDelay":"38s"`) || !strings.Contains(b, "RESOURCE_EXHAUSTED") {
+		t.Errorf("429: %d %q %s", res.StatusCode, res.Header.Get("Retry-After"), b)
+	}
+}
