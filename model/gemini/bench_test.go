@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"meka.dev/meka/model"
-	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/gemini"
+	"meka.dev/meka/model/modeltest"
 )
 
 // BenchmarkStream is one streamed reply of reasoning, text and two tool

@@ -13,9 +13,9 @@ import (
 // details}}.
 type apiError struct {
 	Error *struct {
-		Code    num    `json:"code"`
-		Message str    `json:"message"`
-		Status  str    `json:"status"`
+		Code    num `json:"code"`
+		Message str `json:"message"`
+		Status  str `json:"status"`
 		Details []struct {
 			Type       str `json:"@type"`
 			RetryDelay str `json:"retryDelay"`

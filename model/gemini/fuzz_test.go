@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"meka.dev/meka/model"
-	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/gemini"
+	"meka.dev/meka/model/modeltest"
 )
 
 const fuzzScript = `{"rounds":[{"thinking":"hmm","text":"Reading.",

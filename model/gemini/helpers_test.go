@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"meka.dev/meka/model"
-	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/gemini"
+	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/script"
 )
 
