@@ -22,7 +22,8 @@ type pending struct {
 	run    bool // passed every check
 	call2  tool.Call
 	result session.ToolResult
-	err    error // infrastructure failure
+	notice string // tool.Result.Notice, recorded after the result
+	err    error  // infrastructure failure
 }
 
 // runTools dispatches a round's calls and reports a stop reason when the
@@ -143,14 +144,26 @@ func (e *Engine) execute(ctx context.Context, turn int64, ps []*pending) error {
 			return nil
 		}
 		entries := make([]session.Entry, 0, upTo-stored)
+		var notices []session.Notice
 		for _, p := range ps[stored:upTo] {
 			entries = append(entries, p.result)
+			if p.notice != "" {
+				notices = append(notices, session.Notice{Severity: session.SeverityInfo, Title: p.notice})
+			}
+		}
+		// After the results: the rows of one round's results stay
+		// together.
+		for _, n := range notices {
+			entries = append(entries, n)
 		}
 		if _, err := e.appendRows(ctx, turn, entries...); err != nil {
 			return err
 		}
 		for _, p := range ps[stored:upTo] {
 			e.emit(ToolCallFinished{CallID: p.call.ID, Result: p.result})
+		}
+		for _, n := range notices {
+			e.emit(Notice{Notice: n})
 		}
 		stored = upTo
 		return nil
@@ -231,6 +244,7 @@ func (e *Engine) runOne(ctx context.Context, p *pending) {
 		}
 		p.result = session.ToolResult{CallID: c.ID, Name: c.Name, Status: status,
 			Content: res.Content, Change: res.Change, State: res.State, Usage: res.Usage}
+		p.notice = res.Notice
 	}
 }
 

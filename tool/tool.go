@@ -133,6 +133,10 @@ type Result struct {
 	// Usage is what the call spent on models (a sub-agent's turn); the
 	// engine adds it to the turn's usage.
 	Usage model.Usage
+	// Notice, when set, is a sentence for the person, not the model: the
+	// engine records it as a notice after the result (a session at read
+	// that wrote a memory, which outlives it).
+	Notice string
 }
 
 // Text returns a result of one text part.

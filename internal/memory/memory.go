@@ -143,6 +143,28 @@ func hunk(n int) string {
 
 type writeTool struct{ m *mem }
 
+// CallLevel implements tool.CallLeveler: a memory outlives the session,
+// so a session at read writing one is put to the person first when
+// approvals are on (as the workspace level's writes are); with them off
+// it writes, and the person is told (readNotice).
+func (t *writeTool) CallLevel(c tool.Call) permission.Level { return writeLevel(c) }
+
+func writeLevel(c tool.Call) permission.Level {
+	if c.Level == permission.Read {
+		return permission.Workspace
+	}
+	return permission.Read
+}
+
+// readNotice is the notice of a memory written or removed at read, where
+// nothing else the session does outlives it.
+func readNotice(c tool.Call, what string) string {
+	if c.Level != permission.Read {
+		return ""
+	}
+	return fmt.Sprintf("%s, at the read level: memories outlive the session and are restated to later ones", what)
+}
+
 // writeSchema bounds text by MaxText, the bound Run checks.
 var writeSchema = json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"text":{"type":"string","minLength":1,"maxLength":%d},"id":{"type":"string"}},`+
 	`"required":["text"],"additionalProperties":false}`, MaxText))
@@ -190,10 +212,14 @@ func (t *writeTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
 	}
 	r := tool.Text(fmt.Sprintf("%s %s in %s.", verb, n.ID, ScopeName(scope)))
 	r.Change = diff(n.ID, old, n.Text)
+	r.Notice = readNotice(c, fmt.Sprintf("memory_write %s memory %s in %s", strings.ToLower(verb), n.ID, ScopeName(scope)))
 	return r, nil
 }
 
 type deleteTool struct{ m *mem }
+
+// CallLevel implements tool.CallLeveler as memory_write's does.
+func (t *deleteTool) CallLevel(c tool.Call) permission.Level { return writeLevel(c) }
 
 func (t *deleteTool) Spec() tool.Spec {
 	return tool.Spec{Name: "memory_delete", Level: permission.Read, Kind: tool.KindDelete,
@@ -218,5 +244,6 @@ func (t *deleteTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) 
 	}
 	r := tool.Text(fmt.Sprintf("Forgot %s.", n.ID))
 	r.Change = diff(n.ID, n.Text, "")
+	r.Notice = readNotice(c, fmt.Sprintf("memory_delete forgot memory %s in %s", n.ID, ScopeName(scope)))
 	return r, nil
 }

@@ -12,6 +12,9 @@ import (
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/memory"
 	"meka.dev/meka/model"
+	"meka.dev/meka/model/script"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
 
@@ -158,5 +161,101 @@ func TestRestatedBounded(t *testing.T) {
 	got := memory.Render(notes)
 	if len(got) > memory.MaxRestatedBytes+100 || !strings.Contains(got, "older memories not shown") || strings.Count(got, "\n- ")+1 > memory.MaxRestated {
 		t.Fatalf("%d bytes:\n%s", len(got), got)
+	}
+}
+
+// rowLog is an in-memory agent.Log.
+type rowLog struct {
+	mu   sync.Mutex
+	rows []session.Row
+}
+
+func (l *rowLog) Append(_ context.Context, rows []session.Row) ([]session.Row, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range rows {
+		rows[i].Seq = int64(len(l.rows) + 1)
+		l.rows = append(l.rows, rows[i])
+	}
+	return rows, nil
+}
+
+// asker answers every request with d and records it.
+type asker struct {
+	d     permission.Decision
+	asked []permission.Request
+}
+
+func (a *asker) Ask(_ context.Context, r permission.Request) (permission.Decision, error) {
+	a.asked = append(a.asked, r)
+	return a.d, nil
+}
+
+// A session at read may write a memory, which outlives it: the person is
+// told with a notice recorded after the result, and with approvals on is
+// asked first (a denial writes nothing). At workspace nothing is said.
+func TestReadLevelWriteAnnouncedAndAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		level     permission.Level
+		approvals bool
+		answer    permission.Decision
+		asked     bool
+		written   bool
+		notice    bool
+	}{
+		{"read", permission.Read, false, permission.Deny, false, true, true},
+		{"read, approvals, allowed", permission.Read, true, permission.Allow, true, true, false},
+		{"read, approvals, denied", permission.Read, true, permission.Deny, true, false, false},
+		{"workspace", permission.Workspace, false, permission.Deny, false, true, false},
+		{"workspace, approvals", permission.Workspace, true, permission.Deny, false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &store{}
+			ext := memory.New(memory.Options{Store: st})
+			reg := tool.NewRegistry()
+			if err := reg.Add(ext.Tools...); err != nil {
+				t.Fatal(err)
+			}
+			s, err := script.Parse([]byte(`{"rounds":[{"tool_calls":[{"id":"w1","name":"memory_write","arguments":{"text":"tests run with -race"}}]},{"text":"noted"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &asker{d: tc.answer}
+			log := &rowLog{}
+			e, err := agent.New(agent.Options{Provider: script.New(s), Log: log, Tools: reg, SessionID: "s1",
+				Gate: &tool.Gate{Level: func() permission.Level { return tc.level }, Approvals: func() bool { return tc.approvals }, Asker: a}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Run(t.Context(), session.UserMessage{Parts: model.Parts{model.Text{Text: "remember"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(a.asked) > 0; got != tc.asked {
+				t.Errorf("asked %v, want %v", got, tc.asked)
+			}
+			notes, _ := st.List(t.Context(), "", 0)
+			if got := len(notes) == 1; got != tc.written {
+				t.Errorf("written %v, want %v", got, tc.written)
+			}
+			var notice *session.Notice
+			resultAt := -1
+			for i, r := range log.rows {
+				switch e := r.Entry.(type) {
+				case session.ToolResult:
+					resultAt = i
+				case session.Notice:
+					if resultAt >= 0 && i > resultAt {
+						notice = &e
+					}
+				}
+			}
+			if got := notice != nil; got != tc.notice {
+				t.Fatalf("notice after the result %v, want %v (%+v)", got, tc.notice, notice)
+			}
+			if notice != nil && (!strings.Contains(notice.Title, "memory_write remembered memory m1") || !strings.Contains(notice.Title, "read level")) {
+				t.Errorf("notice %q", notice.Title)
+			}
+		})
 	}
 }
