@@ -49,6 +49,11 @@ type UserMessage struct {
 	// so that a resumed session sends the same bytes.
 	Command   string      `json:"command,omitempty"`
 	Expansion model.Parts `json:"expansion,omitempty"`
+	// Reopen names the deferred checklist items a person picked up with
+	// this message (the screen's /plan pick): the checklist's fold reopens
+	// them, so that the agent owes them again without being asked to
+	// reopen them itself.
+	Reopen []string `json:"reopen,omitempty"`
 }
 
 // ModelParts are the parts the model reads for m: its words, then its

@@ -2,9 +2,11 @@ package repl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +15,9 @@ import (
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
+	"meka.dev/meka/plan"
 	"meka.dev/meka/session"
 )
 
@@ -30,7 +34,8 @@ var commands = []struct {
 	{"status", "", "level, profile, model, context, tokens", true},
 	{"permission", "[level]", "show or set the permission level", true},
 	{"schedule", "[show|cancel ID]", "this session's scheduled jobs", true},
-	{"plan", "", "the whole plan the log adds up to", true},
+	{"plan", "[pick ID [words]]", "the whole plan; pick reopens a deferred item for the agent", true},
+	{"skill", "[NAME [words]]", "run a skill: its instructions, then your words, go to the model", false},
 	{"usage", "", "rate-limit windows (subscription backends)", true},
 	{"mcp", "", "MCP servers and their status", true},
 	{"memories", "", "the memories this session sees (its project's, or yours)", true},
@@ -78,11 +83,28 @@ func (m *screen) command(name, args, typed string) tea.Cmd {
 			return nil
 		}
 		for _, c := range commands {
-			if c.name == name && !c.now {
+			if c.name == name && (!c.now || name == "plan" && isPick(args)) {
 				m.queued = append(m.queued, typed)
 				return nil
 			}
 		}
+	}
+	if name == "skill" && args != "" {
+		skill, _, _ := strings.Cut(args, " ")
+		if slices.Contains(m.skillNames(), skill) {
+			// The skill's invocation, as if typed: the host reads the
+			// skill's body after the words (seed 002's /skill).
+			return m.start("/" + args)
+		}
+	}
+	if name == "plan" && isPick(args) {
+		msg, err := m.pickUp(args)
+		if err != nil {
+			m.commit(m.st.dim("> " + oneLine(typed)))
+			m.commit(wrap(err.Error(), m.width, "  ")...)
+			return nil
+		}
+		return m.startMessage(msg)
 	}
 	m.commit(m.st.dim("> " + oneLine(typed)))
 	lines, cmd := m.runCommand(name, args)
@@ -130,10 +152,25 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 		}
 		return m.askLevel(l), nil
 	case "plan":
-		if c := currentPlan(s); len(c.Items) > 0 || c.Total > 0 {
-			return planFull(m.st, c, w), nil
+		c := currentPlan(s)
+		if len(c.Items) == 0 && c.Total == 0 {
+			c = m.plan
 		}
-		return planFull(m.st, m.plan, w), nil
+		out := planFull(m.st, c, w)
+		if ids := deferredIDs(c); len(ids) > 0 {
+			out = append(out, say("Deferred: %s. /plan pick ID [words] picks one up: it is open again, and the agent works on it with your words.", strings.Join(ids, ", "))...)
+		}
+		return out, nil
+	case "skill":
+		names := m.skillNames()
+		if args == "" {
+			if len(names) == 0 {
+				return say("No skills are installed here."), nil
+			}
+			return say("Skills: %s. /skill NAME [words] runs one (so does /NAME [words]).", strings.Join(names, ", ")), nil
+		}
+		skill, _, _ := strings.Cut(args, " ")
+		return say("no skill is called %s; /skill lists them", skill), nil
 	case "usage":
 		return say("Rate-limit windows are reported only for subscription backends; this session's profile (%s) uses an API key, so there are none to show.", s.ProfileName()), nil
 	case "mcp":
@@ -252,6 +289,9 @@ func (m *screen) unknownCommand(text string) (string, bool) {
 		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '-' || r == '_')) {
 			return "", false
 		}
+	}
+	if slices.Contains(m.skillNames(), word) {
+		return "", false // the skill's invocation: the host expands it
 	}
 	return word, true
 }
@@ -587,4 +627,55 @@ func (m *screen) rendered(msg renderedMsg) tea.Cmd {
 		return nil
 	}
 	return m.start(msg.text)
+}
+
+// isPick reports /plan's pick.
+func isPick(args string) bool {
+	word, _, _ := strings.Cut(args, " ")
+	return word == "pick"
+}
+
+// deferredIDs lists a plan's deferred items by id.
+func deferredIDs(c plan.Changed) []string {
+	var ids []string
+	for _, it := range c.Items {
+		if it.Status == plan.Deferred && it.ID != "" {
+			ids = append(ids, it.ID)
+		}
+	}
+	return ids
+}
+
+// pickUp is the message of /plan pick ID [words]: the person's words, or
+// a line saying what they picked up, carrying the item to reopen (seed
+// 000: a deferred item stays deferred until the agent or you pick it up).
+func (m *screen) pickUp(args string) (session.UserMessage, error) {
+	rest := strings.TrimSpace(strings.TrimPrefix(args, "pick"))
+	id, words, _ := strings.Cut(rest, " ")
+	c := currentPlan(m.sess)
+	if len(c.Items) == 0 {
+		c = m.plan
+	}
+	ids := deferredIDs(c)
+	if id == "" {
+		if len(ids) == 0 {
+			return session.UserMessage{}, errors.New("nothing is deferred: /plan pick takes a deferred item's id")
+		}
+		return session.UserMessage{}, fmt.Errorf("/plan pick takes a deferred item's id: %s", strings.Join(ids, ", "))
+	}
+	if !slices.Contains(ids, id) {
+		if len(ids) == 0 {
+			return session.UserMessage{}, fmt.Errorf("%s is not deferred, and nothing else is; nothing was sent", id)
+		}
+		return session.UserMessage{}, fmt.Errorf("%s is not deferred (deferred: %s); nothing was sent", id, strings.Join(ids, ", "))
+	}
+	text := strings.TrimSpace(words)
+	if text == "" {
+		for _, it := range c.Items {
+			if it.ID == id {
+				text = fmt.Sprintf("I picked up %s (%s): it is open again; work on it now.", id, it.Text)
+			}
+		}
+	}
+	return session.UserMessage{Parts: model.Parts{model.Text{Text: text}}, Reopen: []string{id}}, nil
 }

@@ -238,6 +238,24 @@ func planBlock(st styles, c plan.Changed, width int, all bool) []string {
 	if c.Dialect != "" && c.Dialect != "checklist" {
 		label = "Plan"
 	}
+	if c.Stale && len(c.Items) > 0 {
+		// A list from before the person's last message is not what the
+		// agent works on now: one line says so until the agent updates it,
+		// and /plan shows it whole, marked.
+		note := st.dim(fit(staleNote, width))
+		if !all {
+			return []string{st.bold(label) + "  " + st.dim(fit("from your earlier request, not updated since; /plan shows it", max(width-len(label)-2, 1)))}
+		}
+		return append([]string{note}, planRows(st, c, width, all, label)...)
+	}
+	return planRows(st, c, width, all, label)
+}
+
+// staleNote marks a stale list on /plan.
+const staleNote = "(From your earlier request: the agent has not updated this list since your last message.)"
+
+// planRows renders a plan's rows under label.
+func planRows(st styles, c plan.Changed, width int, all bool, label string) []string {
 	var rows []string
 	for _, it := range c.Items {
 		show := all || it.Status.Open() || it.Status == plan.Deferred || it.Status == plan.Blocked

@@ -316,10 +316,22 @@ func (m *screen) opened(msg openedMsg) tea.Cmd {
 }
 
 func runCmd(ctx context.Context, s Session, text string) tea.Cmd {
+	return runMessage(ctx, s, text, session.UserMessage{Parts: model.Parts{model.Text{Text: text}}})
+}
+
+func runMessage(ctx context.Context, s Session, text string, msg session.UserMessage) tea.Cmd {
 	return func() tea.Msg {
-		_, err := s.Run(ctx, session.UserMessage{Parts: model.Parts{model.Text{Text: text}}})
+		_, err := s.Run(ctx, msg)
 		return runDoneMsg{text: text, err: err}
 	}
+}
+
+// startMessage runs a turn whose message the screen made (/plan pick):
+// its text is what the composer gets back if it is not sent.
+func (m *screen) startMessage(msg session.UserMessage) tea.Cmd {
+	text := messageText(msg.Parts)
+	m.submitting = text
+	return runMessage(m.ctx, m.sess, text, msg)
 }
 
 func (m *screen) runDone(msg runDoneMsg) tea.Cmd {

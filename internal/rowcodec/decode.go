@@ -59,6 +59,7 @@ type wireUser struct {
 	Tasks     []string   `json:"tasks"`
 	Command   string     `json:"command"`
 	Expansion []wirePart `json:"expansion"`
+	Reopen    []string   `json:"reopen"`
 }
 
 type wireAssistant struct {
@@ -90,7 +91,7 @@ func fastDecode(kind string, payload []byte) (e session.Entry, ok bool) {
 		if !decodeStrict(payload, &w) {
 			return nil, false
 		}
-		u := session.UserMessage{Source: w.Source, Tasks: w.Tasks, Command: w.Command}
+		u := session.UserMessage{Source: w.Source, Tasks: w.Tasks, Command: w.Command, Reopen: w.Reopen}
 		u.Parts, err = toParts(w.Parts)
 		if err == nil {
 			u.Expansion, err = toParts(w.Expansion)

@@ -100,6 +100,14 @@ func (f *Fold) Apply(s session.Step) {
 		f.mu.Lock()
 		f.unfolded = nil
 		f.mu.Unlock()
+		if len(e.Reopen) > 0 && e.Source != session.SourceTask {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if st, ok := f.st.pickUp(e.Reopen); ok {
+				f.st, f.dirty = st, true
+			}
+			return
+		}
 		if e.Source != session.SourceTask {
 			return
 		}

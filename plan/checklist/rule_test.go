@@ -350,3 +350,34 @@ type funcTool struct {
 func (f *funcTool) Spec() tool.Spec { return f.spec }
 
 func (f *funcTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) { return f.run(ctx, c) }
+
+// A person picks up a deferred item (the screen's /plan pick): their
+// message reopens it, so that the turn is held until the agent disposes
+// of it, and a resume folds the same list from the log.
+func TestPersonPicksUpDeferredItem(t *testing.T) {
+	h := newHarness(t,
+		calls(add("a", "Deploy", "Tidy"), edit("e", map[string]string{"id": "c1", "status": "deferred", "reason": "the user approves the deploy"}),
+			edit("e0", map[string]string{"id": "c2", "status": "deferred", "reason": "later"})),
+		say("Waiting for your approval."),
+		say("Deploying."),
+		calls(edit("e2", map[string]string{"id": "c1", "status": "completed"})),
+		say("Deployed."),
+	)
+	s := h.engine(setup{})
+	s.run(t, userText("deploy"))
+	pick := session.UserMessage{Parts: model.Parts{model.Text{Text: "approved"}}, Reopen: []string{"c1", "c9"}}
+	res := s.run(t, pick)
+	if res.Stop != agent.StopEndTurn || res.Reply != "Deployed." {
+		t.Fatalf("turn 2: %+v", res)
+	}
+	if n := notices(turnRows(h.rows(), 2)); len(n) != 1 {
+		t.Fatalf("the picked-up item did not hold the turn: %+v", n)
+	}
+	if got := ids(s.p.Items()); got != "c2:deferred:Tidy:later:" {
+		t.Fatalf("items: %s", got)
+	}
+	// Replayed from the log, the list is the same.
+	if got := ids(h.engine(setup{}).p.Items()); got != "c2:deferred:Tidy:later:" {
+		t.Fatalf("replayed: %s", got)
+	}
+}

@@ -260,6 +260,27 @@ func (s state) reopen(tasks []string) (state, bool) {
 	return next, true
 }
 
+// pickUp reopens the deferred items ids names, as a person picking them
+// up does: pending again, their reason and task dropped. Other ids
+// change nothing.
+func (s state) pickUp(ids []string) (state, bool) {
+	changed := false
+	var next state
+	for i, it := range s.Items {
+		if it.Status != plan.Deferred || !slices.Contains(ids, it.ID) {
+			continue
+		}
+		if !changed {
+			next, changed = s.writable(), true
+		}
+		next.Items[i].Status, next.Items[i].Reason, next.Items[i].Task = plan.Pending, "", ""
+	}
+	if !changed {
+		return s, false
+	}
+	return next, true
+}
+
 // line renders one item for the model: its id, its state and its text.
 func line(it plan.Item) string {
 	var b strings.Builder
