@@ -628,6 +628,12 @@ func planOp(c plan.Changed) SessionUpdate {
 // planUpdate renders a plan change as ACP's three-state plan; an emptied
 // list is an empty plan.
 func planUpdate(c plan.Changed) PlanUpdate {
+	if c.Stale {
+		// Seed 003: a new user turn clears a write_todos list until the
+		// agent updates it, so the panel never shows a plan for a request
+		// the person has moved past; _meta says why it is empty.
+		return PlanUpdate{Entries: []PlanEntry{}, Meta: Meta{"stale": true}}
+	}
 	entries := make([]PlanEntry, 0, len(c.Items))
 	for _, pe := range plan.Panel(c.Items) {
 		entries = append(entries, PlanEntry{Content: pe.Content, Priority: "medium", Status: string(pe.Status)})
