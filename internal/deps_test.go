@@ -62,6 +62,8 @@ var allowed = map[string][]string{
 	// The one event vocabulary: built from rows and engine events, shared
 	// by the HTTP feed, --oneshot --json and export.
 	"internal/events": {"agent", "session", "plan", "model"},
+	// Export and import of sessions, over rows.
+	"internal/archive": {"session", "model", "internal/events"},
 	// L3
 	"plan":              {"agent", "tool", "session", "model"},
 	"plan/checklist":    {"plan", "agent", "tool", "session", "model", "permission"},
@@ -83,7 +85,7 @@ var allowed = map[string][]string{
 	// L5: front doors never import each other.
 	"internal/acp/jsonrpc": {},
 	"internal/acp":         {"internal/acp/jsonrpc", "internal/imaging", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/events"},
-	"internal/httpapi":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/events"},
+	"internal/httpapi":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/events", "internal/archive"},
 	"internal/repl":        {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe", "internal/events"},
 	"internal/oneshot":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe", "internal/events"},
 	// meka doctor's checks: the endpoint through the provider, the

@@ -132,6 +132,7 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 		Host: a.host, Feed: a.db.feed, Token: tok, Loopback: addr.IP.IsLoopback(),
 		Profiles:            names,
 		RelayProviderErrors: a.cfg.Serve.RelayProviderErrors,
+		Version:             version(),
 		IdleTimeout:         a.cfg.Serve.IdleTimeout, SweepInterval: a.cfg.Serve.IdleSweepInterval,
 		Logger: g.logger(), Now: g.now,
 	}

@@ -90,7 +90,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print the rows as JSON, one per line")
 	show.ValidArgsFunction = g.completeSessionIDs
-	cmd.AddCommand(list, show, newForkCmd(g), newRewindCmd(g))
+	cmd.AddCommand(list, show, newForkCmd(g), newRewindCmd(g), newExportCmd(g), newImportCmd(g))
 	return cmd
 }
 

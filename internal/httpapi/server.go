@@ -59,6 +59,8 @@ type Options struct {
 	BodyTimeout time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// Version is meka's, for the ATIF trajectories export writes.
+	Version string
 }
 
 // DefaultBodyTimeout is Options.BodyTimeout's default.
@@ -127,6 +129,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/sessions/{id}/fork", s.forkSession)
 	m.HandleFunc("POST /v1/sessions/{id}/close", s.closeSession)
 	m.HandleFunc("GET /v1/sessions/{id}/messages", s.messages)
+	m.HandleFunc("GET /v1/sessions/{id}/export", s.export)
 	m.HandleFunc("POST /v1/sessions/{id}/turns", s.startTurn)
 	m.HandleFunc("GET /v1/sessions/{id}/turns/{tid}", s.getTurn)
 	m.HandleFunc("POST /v1/sessions/{id}/turns/{tid}/cancel", s.cancelTurn)
