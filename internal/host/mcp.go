@@ -221,8 +221,8 @@ func (s *Session) waitMCP(ctx context.Context) {
 }
 
 // MCPReport is what /mcp shows on every front door: each configured
-// server and its state, never why it failed (that can carry a command
-// line; the log has it).
+// server and its state, and why one failed in words that never carry its
+// command line (the log at -v has the error whole).
 func (h *Host) MCPReport() string {
 	m := h.opts.MCP
 	if !m.Configured() {
@@ -241,7 +241,7 @@ func (h *Host) MCPReport() string {
 		case mcp.StateStarting:
 			what = "starting"
 		case mcp.StateFailed:
-			what = "failed (see meka's log)"
+			what = "failed: " + st.Reason
 		case mcp.StateDisabled:
 			what = "disabled"
 		}

@@ -93,7 +93,8 @@ const (
 )
 
 // Status is a server as /mcp shows it. Err is for the log only: it may
-// carry a command line or a path, and never travels to a client.
+// carry a command line or a path, and never travels to a client; Reason
+// says why the server failed in words that cannot.
 type Status struct {
 	Name     string
 	State    State
@@ -101,6 +102,7 @@ type Status struct {
 	Prompts  int
 	Required bool
 	Err      error
+	Reason   string
 	// Stderr is the end of a stdio server's standard error, for -v.
 	Stderr string
 }

@@ -134,11 +134,16 @@ func (r *recorded) Tools() []tool.Tool {
 	if !ok {
 		return (&source{m: r.m, b: r.b}).Tools()
 	}
-	out := make([]tool.Tool, len(defs))
-	for i, d := range defs {
+	out := make([]tool.Tool, 0, len(defs))
+	for _, d := range defs {
+		if len(d.Schema) > 0 && objectSchema(d.Schema) != nil {
+			// Recorded before such tools were left out: offering it would
+			// fail every request; the next one records it gone.
+			continue
+		}
 		rt := &remoteTool{s: r.m.byName[d.Server], server: d.Server, name: d.Name, remote: d.Remote,
 			desc: d.Description, schema: d.Schema, readOnly: d.ReadOnly, titleArg: identifyingArg(d.Schema)}
-		out[i] = &Tool{m: r.m, rt: rt, b: r.b, pinned: true}
+		out = append(out, &Tool{m: r.m, rt: rt, b: r.b, pinned: true})
 	}
 	return out
 }

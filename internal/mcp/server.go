@@ -25,12 +25,14 @@ type server struct {
 	ready  chan struct{} // closed once the first start settled
 	stderr *tail
 
-	mu    sync.Mutex // guards state, err, conn, tools, prompts, listed, calls, nextCall, moved
+	mu    sync.Mutex // guards state, err, reason, conn, tools, prompts, listed, calls, nextCall, moved, leftOut
 	state State
 	// moved is closed and replaced at every change of state, for calls
 	// waiting out a reconnection.
 	moved   chan struct{}
 	err     error
+	// reason is why the server last failed to start, as why says it.
+	reason  string
 	conn    *conn
 	tools   []*remoteTool
 	prompts []Prompt
@@ -41,6 +43,9 @@ type server struct {
 	// to the newest one's session.
 	calls    map[uint64]*inflight
 	nextCall uint64
+	// leftOut are the listed tools not offered, by the server's name, with
+	// why, so that each is told once.
+	leftOut map[string]string
 }
 
 // conn is one live connection.
@@ -61,7 +66,7 @@ func (s *server) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Status{Name: s.cfg.Name, State: s.state, Tools: len(s.tools), Prompts: len(s.prompts),
-		Required: s.cfg.Required, Err: s.err, Stderr: s.stderr.String()}
+		Required: s.cfg.Required, Err: s.err, Reason: s.reason, Stderr: s.stderr.String()}
 }
 
 func (s *server) toolList() []*remoteTool {
@@ -143,10 +148,10 @@ func (s *server) run(ctx context.Context) {
 				s.settle(first)
 				return
 			}
-			// The reason and stderr can carry a command line: -v shows
-			// them; the notice names the server only.
+			// The error and stderr can carry a command line: -v shows
+			// them whole; the notice says why in words that cannot.
 			s.m.opts.Logger.Info("mcp: server did not start", "server", s.cfg.Name, "err", err, "stderr", s.stderr.String())
-			s.setState(StateFailed, err, "MCP server "+s.cfg.Name+" failed to start")
+			s.setState(StateFailed, err, "MCP server "+s.cfg.Name+" failed to start: "+s.why(err))
 		} else {
 			backoff = s.m.opts.MinBackoff
 		}
@@ -199,7 +204,10 @@ func (s *server) setState(st State, err error, text string) {
 // reports whether it changed; s.mu is held.
 func (s *server) moveLocked(st State, err error) bool {
 	changed := s.state != st
-	s.state, s.err = st, err
+	s.state, s.err, s.reason = st, err, ""
+	if err != nil {
+		s.reason = s.why(err)
+	}
 	if s.moved != nil {
 		close(s.moved)
 		s.moved = nil
@@ -231,7 +239,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		s.kill(c)
 		if start.Err() != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("connect: no answer to initialize within %s", s.cfg.StartupTimeout)
+			return nil, fmt.Errorf("connect: %w within %s", errStartTimeout, s.cfg.StartupTimeout)
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -304,7 +312,9 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession) ([]*remoteTool
 			}
 			rt, err := newRemoteTool(s, t)
 			if err != nil {
-				s.m.opts.Logger.Warn("mcp: tool left out", "server", s.cfg.Name, "tool", t.Name, "err", err)
+				// The server's other tools are offered: one tool the
+				// providers cannot take must not fail every request.
+				s.leaveOut(t.Name, err)
 				continue
 			}
 			tools = append(tools, rt)
@@ -320,6 +330,23 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession) ([]*remoteTool
 		}
 	}
 	return tools, prompts, nil
+}
+
+// leaveOut tells once that a listed tool is not offered, and why, naming
+// the server and the tool; a listing that says the same again is quiet.
+func (s *server) leaveOut(name string, err error) {
+	s.mu.Lock()
+	if s.leftOut == nil {
+		s.leftOut = make(map[string]string)
+	}
+	told := s.leftOut[name] == err.Error()
+	s.leftOut[name] = err.Error()
+	s.mu.Unlock()
+	if told {
+		return
+	}
+	s.m.opts.Logger.Info("mcp: tool left out", "server", s.cfg.Name, "tool", name, "err", err)
+	s.m.notify(s.cfg.Name, SeverityWarning, fmt.Sprintf("MCP tool %s of server %s is left out: %v; the server's other tools are offered", name, s.cfg.Name, err))
 }
 
 // offers applies enabled_tools and disabled_tools.

@@ -34,6 +34,9 @@ func newRemoteTool(s *server, t *sdk.Tool) (*remoteTool, error) {
 	if err != nil || len(schema) == 0 || string(schema) == "null" {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
+	if err := objectSchema(schema); err != nil {
+		return nil, err
+	}
 	desc := t.Description
 	if desc == "" && t.Annotations != nil {
 		desc = t.Annotations.Title
@@ -45,6 +48,47 @@ func newRemoteTool(s *server, t *sdk.Tool) (*remoteTool, error) {
 		desc: desc, schema: schema, titleArg: identifyingArg(schema)}
 	rt.readOnly = t.Annotations != nil && t.Annotations.ReadOnlyHint
 	return rt, nil
+}
+
+// objectSchema checks that a tool's inputSchema is what a tool's
+// parameters must be for every provider: a JSON Schema object, of type
+// object when it says. One that is not would fail every request that
+// offers it.
+func objectSchema(schema json.RawMessage) error {
+	var s map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &s); err != nil || s == nil {
+		return fmt.Errorf("its inputSchema is not a JSON Schema object (it is %s)", jsonKind(schema))
+	}
+	if typ, ok := s["type"]; ok && string(typ) != `"object"` {
+		return fmt.Errorf(`its inputSchema is not a JSON Schema object: its type is %s, not "object"`, cutJSON(typ))
+	}
+	return nil
+}
+
+// jsonKind names the kind of a JSON value.
+func jsonKind(v json.RawMessage) string {
+	switch t := strings.TrimSpace(string(v)); {
+	case t == "":
+		return "empty"
+	case t[0] == '"':
+		return "a string"
+	case t[0] == '[':
+		return "an array"
+	case t == "true" || t == "false":
+		return "a boolean"
+	case t == "null":
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// cutJSON is a JSON value short enough to quote in a notice.
+func cutJSON(v json.RawMessage) string {
+	if r := []rune(string(v)); len(r) > 40 {
+		return string(r[:39]) + "…"
+	}
+	return string(v)
 }
 
 // identifyingArg picks the argument a call's title shows: a well-known
@@ -199,7 +243,11 @@ func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	}
 	cs := s.await(ctx)
 	if cs == nil {
-		return tool.Result{}, fmt.Errorf("%w: the MCP server %s is not connected; try again later or do without it", tool.ErrUnavailable, s.cfg.Name)
+		why := ""
+		if st := s.status(); st.State == StateFailed && st.Reason != "" {
+			why = " (it failed to start: " + st.Reason + ")"
+		}
+		return tool.Result{}, fmt.Errorf("%w: the MCP server %s is not connected%s; try again later or do without it", tool.ErrUnavailable, s.cfg.Name, why)
 	}
 	var args map[string]any
 	if len(call.Arguments) > 0 {
@@ -223,7 +271,7 @@ func (t *Tool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 		// An HTTP connection can fail without its session ending; ending
 		// it makes the server's loop connect again.
 		s.lost(cs)
-		return tool.Result{}, fmt.Errorf("%w: the MCP server %s disconnected during the call", tool.ErrUnavailable, s.cfg.Name)
+		return tool.Result{}, fmt.Errorf("%w: the MCP server %s disconnected during the call: %s", tool.ErrUnavailable, s.cfg.Name, s.why(err))
 	case err != nil:
 		return tool.Errorf("%s failed: %v", t.rt.name, err), nil
 	}

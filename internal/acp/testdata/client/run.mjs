@@ -618,7 +618,7 @@ const scenarios = {
     const r0 = await prompt(ctx, id, "/mcp");
     check(r0.stopReason === "end_turn", "/mcp turn");
     const report = textOf(updatesOf(id, before).filter((u) => u.sessionUpdate === "agent_message_chunk"));
-    check(/- t: connected, \d+ tools, 1 prompt(\n|$)/.test(report) && report.includes("- dead: failed (see meka's log)"), `/mcp ${JSON.stringify(report)}`);
+    check(/- t: connected, \d+ tools, 1 prompt(\n|$)/.test(report) && report.includes("- dead: failed: its command was not found"), `/mcp ${JSON.stringify(report)}`);
     check(!report.includes("nonexistent"), `/mcp tells why a server failed: ${JSON.stringify(report)}`);
   },
 
