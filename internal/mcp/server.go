@@ -29,8 +29,8 @@ type server struct {
 	state State
 	// moved is closed and replaced at every change of state, for calls
 	// waiting out a reconnection.
-	moved   chan struct{}
-	err     error
+	moved chan struct{}
+	err   error
 	// reason is why the server last failed to start, as why says it.
 	reason  string
 	conn    *conn
