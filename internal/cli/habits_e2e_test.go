@@ -1,9 +1,13 @@
 package cli_test
 
 import (
+	"bufio"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -178,5 +182,46 @@ func TestTellingSessionsApart(t *testing.T) {
 		if strings.Contains(l, "second task") && !strings.Contains(l, filepath.Base(other)) {
 			t.Errorf("the directory is not on the session's row: %q", l)
 		}
+	}
+}
+
+// Ctrl+C (SIGINT) ends line mode as a person quitting it: status 0, the
+// session named; 130 is --oneshot's alone.
+func TestLineModeCtrlCExitsZero(t *testing.T) {
+	srv := serve(t, `[{"text":"One."}]`)
+	cmd := exec.CommandContext(t.Context(), mekaBinary(t))
+	cmd.Dir, cmd.Env = t.TempDir(), configured(t, srv, "")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(in, "first\n")
+	r := bufio.NewReader(out)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no reply: %v; stderr %q", err, errOut.String())
+		}
+		if strings.Contains(line, "One.") {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	go io.Copy(io.Discard, r)
+	err = cmd.Wait()
+	if err != nil {
+		t.Fatalf("exit: %v; stderr %q", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "Resume this session with: meka -r ") {
+		t.Fatalf("stderr %q", errOut.String())
 	}
 }

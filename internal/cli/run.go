@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/charmbracelet/x/term"
@@ -198,6 +199,12 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 	switch {
 	case ctx.Err() != nil:
 		// Ended by a signal: a running turn was cancelled and recorded.
+		// Ctrl+C is how a person quits line mode, a normal end (0), as
+		// quitting the screen is; 130 is --oneshot's alone. A supervisor's
+		// SIGTERM or a closed terminal's SIGHUP still says so.
+		if se := (*SignalError)(nil); errors.As(context.Cause(ctx), &se) && se.Signal == syscall.SIGINT {
+			return nil
+		}
 		return &exitError{code: oneshot.ExitCanceled}
 	case errors.Is(err, repl.ErrLineTooLong):
 		return usageError("a line of input is over %d MiB; attach large text as a file instead", maxLine>>20)
