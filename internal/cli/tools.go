@@ -26,9 +26,9 @@ import (
 // builtinTools builds the file and shell tools of a session. protected
 // are meka's own config and data paths, read-only to both even inside a
 // writable root; masked (its config and data directories) are hidden
-// from confined commands but for shared, read-only: the session's
-// scratchpad and task output are added. dataDir's journal notes the
-// temporary files of atomic writes.
+// from confined commands and file tools (in the workspace too) but for
+// shared, read-only: the session's scratchpad and task output are added.
+// dataDir's journal notes the temporary files of atomic writes.
 func builtinTools(cfg *config.Config, protected, masked, shared []string, dataDir string) func(env host.Env) ([]tool.Tool, error) {
 	scrub := keyVariables(cfg)
 	return func(env host.Env) ([]tool.Tool, error) {
@@ -52,6 +52,7 @@ func builtinTools(cfg *config.Config, protected, masked, shared []string, dataDi
 			scratch = filepath.Join(env.DataDir, "scratch")
 			visible = append(slices.Clip(shared), scratch, filepath.Join(env.DataDir, "tasks"))
 		}
+		roots = roots.Hide(masked, visible)
 		vision := env.Profile.Vision
 		tools := fstool.New(fstool.Options{
 			Roots:      roots,

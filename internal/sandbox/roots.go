@@ -21,6 +21,7 @@ const (
 	ReasonReadOnly = "it is in a read-only directory"
 	ReasonChanged  = "it changed while it was being opened and now leads out of the workspace"
 	ReasonProtect  = "it is meka's own configuration or data, or a repository's .git/hooks or .git/config, which stay read-only"
+	ReasonHidden   = "it is meka's own data or configuration (its database, serve token, logs and other sessions' files), which tools neither read nor write"
 )
 
 // EscapeError is a path the roots refuse. Its message is written for the
@@ -68,6 +69,9 @@ type Roots struct {
 	protected []string
 	// journal is where atomic writes note their temporary files.
 	journal string
+	// hidden are neither read nor written, but for visible inside them
+	// (Hide).
+	hidden, visible []string
 }
 
 // NewRoots canonicalises cwd and the additional directories. A directory
@@ -113,6 +117,30 @@ func (r *Roots) Protect(paths ...string) *Roots {
 	}
 	return &c
 }
+
+// Hide returns roots under which hidden (meka's data and config
+// directories) are neither read nor written, but for visible inside them
+// (the session's scratchpad, the skill directories), as confined
+// commands do not see them (Spec.Masked). A hidden path that holds the
+// cwd is not hidden: the user works there on purpose.
+func (r *Roots) Hide(hidden, visible []string) *Roots {
+	c := *r
+	c.hidden, c.visible = nil, nil
+	for _, p := range hidden {
+		if cp, err := Canonical(p); err == nil && !Within(r.cwd, cp) {
+			c.hidden = append(c.hidden, cp)
+		}
+	}
+	for _, p := range visible {
+		if cp, err := Canonical(p); err == nil {
+			c.visible = append(c.visible, cp)
+		}
+	}
+	return &c
+}
+
+// Hidden reports whether the canonical path p is hidden (Hide).
+func (r *Roots) Hidden(p string) bool { return under(p, r.hidden) && !under(p, r.visible) }
 
 // Protected returns the paths that stay read-only inside the writable
 // roots.
@@ -166,6 +194,9 @@ func (r *Roots) All() []string { return append(r.Writable(), r.readOnly...) }
 // Contains reports whether the canonical path p may be read (or, with
 // write, written) under the roots.
 func (r *Roots) Contains(p string, write bool) bool {
+	if r.Hidden(p) {
+		return false
+	}
 	if under(p, r.writable) {
 		return !write || !under(p, r.protected)
 	}
@@ -200,6 +231,8 @@ func (r *Roots) Resolve(path, cwd string, write bool) (string, error) {
 	}
 	reason := ReasonOutside
 	switch {
+	case r.Hidden(canon) && (under(canon, r.writable) || under(canon, r.readOnly)):
+		reason = ReasonHidden
 	case under(canon, r.writable) && under(canon, r.protected):
 		reason = ReasonProtect
 	case r.Contains(canon, false):

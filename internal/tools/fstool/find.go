@@ -110,7 +110,7 @@ func (t *FindTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 		if pre := g.prefix(); pre != "" {
 			only = filepath.Join(tg.path, pre)
 		}
-		err := walkDir(wctx, tg.path, only, ancestorIgnores(tg.path), func(p string, d fs.DirEntry) error {
+		err := walkDir(wctx, tg.path, only, ancestorIgnores(tg.path), e.hider(call), func(p string, d fs.DirEntry) error {
 			if !g.match(relSlash(tg.path, p), d.Name()) {
 				return nil
 			}

@@ -204,6 +204,22 @@ func (e *env) roots(call tool.Call) (Roots, error) {
 	return sandbox.NewRoots(call.Cwd, nil, nil)
 }
 
+// hider reports what a confined call's walks pass over (Roots.Hidden, for
+// roots that hide anything); nil for none.
+func (e *env) hider(call tool.Call) func(string) bool {
+	if !confined(call) {
+		return nil
+	}
+	r, err := e.roots(call)
+	if err != nil {
+		return nil
+	}
+	if h, ok := r.(interface{ Hidden(p string) bool }); ok {
+		return h.Hidden
+	}
+	return nil
+}
+
 // sandboxRoots returns the roots as the sandbox's own type, for the reads
 // and writes that check again once the file is open; nil when the
 // call is not confined or the roots are some other implementation.

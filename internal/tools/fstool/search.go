@@ -122,7 +122,7 @@ func (t *SearchTool) Run(ctx context.Context, call tool.Call) (tool.Result, erro
 
 	wctx, cancel := e.budget(ctx)
 	defer cancel()
-	s := &searcher{m: m, glob: g, cwd: call.Cwd, workers: e.opts.Workers, perFile: sink.perFile(), budget: e.opts.SearchBudget}
+	s := &searcher{m: m, glob: g, cwd: call.Cwd, hide: e.hider(call), workers: e.opts.Workers, perFile: sink.perFile(), budget: e.opts.SearchBudget}
 	out := s.run(wctx, ts, sink)
 	if ctx.Err() != nil {
 		return tool.Result{}, ctx.Err()
@@ -309,6 +309,7 @@ type searcher struct {
 	m       *matcher
 	glob    *globMatcher
 	cwd     string
+	hide    func(string) bool // what walks pass over (env.hider)
 	workers int
 	perFile int
 	budget  time.Duration
@@ -388,7 +389,7 @@ func (s *searcher) run(ctx context.Context, ts []target, sink searchSink) search
 				err = visit(t.path, fs.FileInfoToDirEntry(fi))
 			}
 		} else {
-			err = walkDir(ctx, t.path, "", ancestorIgnores(t.path), visit)
+			err = walkDir(ctx, t.path, "", ancestorIgnores(t.path), s.hide, visit)
 		}
 		spans[i].end = idx
 		spans[i].complete = err == nil

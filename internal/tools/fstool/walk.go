@@ -23,8 +23,10 @@ var errBudget = errors.New("search budget spent")
 // files in force ignore, reading nested ones as it goes down. Symlinks
 // are not followed. When only is set, it descends only toward and inside
 // that directory. Unreadable directories are passed over, as grep -s
-// does. It stops at ctx's end or at the first error visit returns.
-func walkDir(ctx context.Context, dir, only string, ign ignoreStack, visit func(path string, d fs.DirEntry) error) error {
+// does, and so is what hide (nil for none) reports hidden: meka's own
+// data in the workspace. It stops at ctx's end or at the first error
+// visit returns.
+func walkDir(ctx context.Context, dir, only string, ign ignoreStack, hide func(string) bool, visit func(path string, d fs.DirEntry) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -49,14 +51,14 @@ func walkDir(ctx context.Context, dir, only string, ign ignoreStack, visit func(
 		}
 		p := prefix + name
 		isDir := d.IsDir()
-		if len(ign) > 0 && ign.ignored(p, isDir) {
+		if len(ign) > 0 && ign.ignored(p, isDir) || hide != nil && hide(p) {
 			continue
 		}
 		if isDir {
 			if only != "" && !sandbox.Within(p, only) && !sandbox.Within(only, p) {
 				continue
 			}
-			if err := walkDir(ctx, p, only, ign, visit); err != nil {
+			if err := walkDir(ctx, p, only, ign, hide, visit); err != nil {
 				return err
 			}
 			continue
