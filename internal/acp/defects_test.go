@@ -193,3 +193,76 @@ func TestCompactionFacts(t *testing.T) {
 		}
 	}
 }
+
+// With prices known, usage_update carries what the session has cost so
+// far, across turns, and a reopened session's first gauge says it too.
+func TestUsageUpdateCarriesTheCost(t *testing.T) {
+	rounds := `[{"text":"one","usage":{"input_tokens":10,"output_tokens":5,"cost":0.25}},
+	 {"text":"two","usage":{"input_tokens":20,"output_tokens":5,"cost":0.5}}]`
+	h := newHarness(t, harnessOptions{window: 1000, rounds: rounds})
+	id := h.newSession()
+	costs := func() []float64 {
+		var out []float64
+		for _, n := range h.take() {
+			if u, ok := n.Update.(UsageUpdate); ok && u.Cost != nil {
+				if u.Cost.Currency != "USD" {
+					t.Fatalf("currency %q", u.Cost.Currency)
+				}
+				out = append(out, u.Cost.Amount)
+			}
+		}
+		return out
+	}
+	h.sync()
+	h.take()
+	h.prompt(id, "first")
+	h.prompt(id, "second")
+	if got := costs(); len(got) != 2 || got[0] != 0.25 || got[1] != 0.75 {
+		t.Fatalf("costs %v, want [0.25 0.75]", got)
+	}
+	h.call("session/close", SessionIDRequest{SessionID: id}, nil)
+	h.call("session/resume", LoadSessionRequest{SessionID: id, Cwd: h.cwd}, nil)
+	h.sync()
+	if got := costs(); len(got) != 1 || got[0] != 0.75 {
+		t.Fatalf("after resume: costs %v, want [0.75]", got)
+	}
+}
+
+// Chunks carry their message's id: a reply's chunks share one, the next
+// reply has another, and a load replays each message under its row's.
+func TestMessageIDs(t *testing.T) {
+	h := newHarness(t, harnessOptions{rounds: `[{"thinking":"hmm","text":"Hello there, friend."},{"text":"Again."}]`})
+	id := h.newSession()
+	h.prompt(id, "hi")
+	h.prompt(id, "again")
+	ids := map[string][]string{}
+	var order []string
+	for _, n := range h.take() {
+		if c, ok := n.Update.(ContentChunk); ok {
+			if c.MessageID == "" {
+				t.Fatalf("a %s without a messageId", c.Tag)
+			}
+			if len(ids[c.MessageID]) == 0 {
+				order = append(order, c.MessageID)
+			}
+			ids[c.MessageID] = append(ids[c.MessageID], c.Tag)
+		}
+	}
+	if len(order) != 3 {
+		t.Fatalf("messages %v", ids)
+	}
+	for _, m := range order {
+		for _, tag := range ids[m] {
+			if tag != ids[m][0] {
+				t.Fatalf("one message id over two kinds of chunk: %v", ids)
+			}
+		}
+	}
+	h.call("session/close", SessionIDRequest{SessionID: id}, nil)
+	h.call("session/load", LoadSessionRequest{SessionID: id, Cwd: h.cwd}, nil)
+	for _, n := range h.take() {
+		if c, ok := n.Update.(ContentChunk); ok && !strings.HasPrefix(c.MessageID, "row_") {
+			t.Fatalf("replayed %s with messageId %q", c.Tag, c.MessageID)
+		}
+	}
+}

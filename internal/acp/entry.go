@@ -50,8 +50,9 @@ type entry struct {
 	msgN     int
 	msgToken string
 	// cost is what the session's model calls have cost, in US dollars,
-	// as far as their prices are known.
-	cost float64
+	// as far as their prices are known; costBefore what it had cost when
+	// the turn running began.
+	cost, costBefore float64
 	// parent is set on a sub-agent's entry, shown as a session of its own
 	// (subagents.go); children are the sub-agents shown so, by session
 	// id, and stopChildren stops watching for more.
@@ -84,6 +85,7 @@ func (e *entry) attach(hs *host.Session) {
 	}
 	e.hs = hs
 	e.cost = recordedCost(hs)
+	e.costBefore = e.cost
 	e.unsub = hs.Subscribe(e.onEvent)
 	hs.SetAsker(e)
 	hs.SetElicitor(e)
@@ -187,12 +189,16 @@ func recordedUsage(hs *host.Session) (used, size int, ok bool) {
 	return 0, size, true
 }
 
-// recordedCost is what the replies the session's log records cost.
+// recordedCost is what the model calls the session's log records cost:
+// its replies' and its sub-agents'.
 func recordedCost(hs *host.Session) float64 {
 	total := 0.0
 	for _, r := range hs.Engine().Rows() {
-		if a, ok := r.Entry.(session.AssistantMessage); ok {
-			total += a.Usage.Cost
+		switch en := r.Entry.(type) {
+		case session.AssistantMessage:
+			total += en.Usage.Cost
+		case session.ToolResult:
+			total += en.Usage.Cost
 		}
 	}
 	return total

@@ -78,7 +78,7 @@ func (e *entry) onEvent(ev agent.Event) {
 	case agent.Usage:
 		// A provider round ended: its reply was one message.
 		e.endMessage()
-		e.spent(ev.Round.Cost)
+		e.spent(ev.Turn.Cost)
 		if ev.Window > 0 {
 			send(e.usageUpdate(ev.ContextTokens, ev.Window))
 		}
@@ -89,7 +89,6 @@ func (e *entry) onEvent(ev agent.Event) {
 			send(u)
 		}
 	case agent.Compacted:
-		e.spent(ev.Usage.Cost)
 		for _, u := range e.compaction(ev.Summary, liveFacts(ev), true) {
 			send(u)
 		}
@@ -100,14 +99,19 @@ func (e *entry) onEvent(ev agent.Event) {
 			send(planUpdate(ev))
 		}
 	case agent.TurnEnded:
+		e.mu.Lock()
+		e.costBefore = e.cost
+		e.mu.Unlock()
 		e.childIdle(ev.Result)
 	}
 }
 
-// spent adds a model call's cost to the session's.
-func (e *entry) spent(usd float64) {
+// spent sets what the session has cost from what the turn (or a
+// compaction outside one) has cost so far: its sub-agents' and its
+// compaction's calls included, as the turn's usage counts them.
+func (e *entry) spent(turn float64) {
 	e.mu.Lock()
-	e.cost += usd
+	e.cost = e.costBefore + turn
 	e.mu.Unlock()
 }
 

@@ -34,15 +34,17 @@ func (e *entry) replayUpdates(rows []session.Row) []SessionUpdate {
 	open := map[string]*callState{} // by provider id, calls without a result
 	var order []string
 	for _, r := range rows {
+		// A message replays under an id its row gives it.
+		msgID := fmt.Sprintf("row_%d", r.Seq)
 		switch en := r.Entry.(type) {
 		case session.UserMessage:
 			switch en.Source {
 			case session.SourceReminder:
 			case session.SourceTask:
-				out = append(out, ContentChunk{Tag: TagAgentMessage, Content: TextBlock(taskDirection(en.Tasks) + "\n")})
+				out = append(out, ContentChunk{Tag: TagAgentMessage, Content: TextBlock(taskDirection(en.Tasks) + "\n"), MessageID: msgID})
 			default:
 				for _, b := range userBlocks(en.Parts) {
-					out = append(out, ContentChunk{Tag: TagUserMessage, Content: b})
+					out = append(out, ContentChunk{Tag: TagUserMessage, Content: b, MessageID: msgID})
 				}
 			}
 		case session.AssistantMessage:
@@ -50,11 +52,11 @@ func (e *entry) replayUpdates(rows []session.Row) []SessionUpdate {
 				switch p := p.(type) {
 				case model.Thinking:
 					if p.Text != "" {
-						out = append(out, ContentChunk{Tag: TagAgentThought, Content: TextBlock(p.Text)})
+						out = append(out, ContentChunk{Tag: TagAgentThought, Content: TextBlock(p.Text), MessageID: msgID + "_thought"})
 					}
 				case model.Text:
 					if p.Text != "" {
-						out = append(out, ContentChunk{Tag: TagAgentMessage, Content: TextBlock(p.Text)})
+						out = append(out, ContentChunk{Tag: TagAgentMessage, Content: TextBlock(p.Text), MessageID: msgID})
 					}
 				case model.ToolCall:
 					cs := &callState{name: p.Name, kind: tool.KindOther}
