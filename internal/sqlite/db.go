@@ -115,7 +115,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	// corrupts the file, and an append costs a third of what FULL's fsync
 	// per commit does.
 	db.writer, err = sql.Open("sqlite", dsn(path, url.Values{
-		"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)"},
+		"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)",
+			// The kept WAL file (persistWAL) shrinks back to this after a
+			// checkpoint, so a burst of writes does not hold disk.
+			"journal_size_limit(4194304)"},
 		// Write transactions take the write lock at BEGIN, so two processes
 		// never deadlock upgrading a read lock; the busy timeout queues them.
 		"_txlock": {"immediate"},
@@ -132,6 +135,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.writer.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	persistWAL(ctx, db.writer, log)
 
 	db.reader, err = sql.Open("sqlite", dsn(path, url.Values{
 		"_pragma": {busy, "foreign_keys(1)", "query_only(1)"},
@@ -150,6 +154,31 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// persistWAL keeps the WAL file when the writer, the last connection,
+// closes: the next process's first write then reuses it rather than
+// creating it and syncing the directory (a few milliseconds on a real
+// disk, on the path of an editor's first session/new). The file is
+// checkpointed at close as before. A driver that cannot is no error.
+func persistWAL(ctx context.Context, writer *sql.DB, log *slog.Logger) {
+	type persister interface {
+		FileControlPersistWAL(dbName string, mode int) (int, error)
+	}
+	c, err := writer.Conn(ctx)
+	if err == nil {
+		err = c.Raw(func(dc any) error {
+			if p, ok := dc.(persister); ok {
+				_, err := p.FileControlPersistWAL("main", 1)
+				return err
+			}
+			return nil
+		})
+		c.Close()
+	}
+	if err != nil {
+		log.Debug("keep the WAL file", "err", err)
+	}
 }
 
 // sqliteBusy is SQLITE_BUSY, the primary result code of every busy error.

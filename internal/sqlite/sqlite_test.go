@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -31,4 +32,30 @@ func TestSessionStore(t *testing.T) {
 			return db.Sessions()
 		}
 	})
+}
+
+// Closing keeps the WAL file, checkpointed: the next process's first
+// write reuses it instead of creating it (and syncing the directory) on
+// the path of its first session.
+func TestWALFileKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meka.db")
+	for i := range 2 {
+		db, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Sessions().Create(t.Context(), session.Meta{Cwd: "/w"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path + "-wal"); err != nil {
+			t.Fatalf("close %d: %v", i, err)
+		}
+	}
+	db := open(t, path, sqlite.Options{})
+	if list, err := db.Sessions().List(t.Context(), session.ListOptions{}); err != nil || len(list.Sessions) != 2 {
+		t.Fatalf("sessions after reopening: %d %v", len(list.Sessions), err)
+	}
 }
