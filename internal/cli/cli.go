@@ -109,6 +109,7 @@ func newRoot(g *globals) *cobra.Command {
   meka                                    the terminal: a new session in this directory
   meka fix the failing test               the same, starting with that prompt (quotes optional)
   meka --oneshot "fix the failing test"   one turn, reply on stdout (a new session, or -c/-r's); -p too
+  cat log | meka --oneshot "why?"        stdin as context; --json: events as JSON Lines
   meka -c | meka -r ID                    continue this directory's latest session | resume one
   meka sessions list                      sessions in this directory (--all: every directory)
   meka acp                                serve the Agent Client Protocol on stdio, for editors
