@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -207,6 +208,8 @@ func (e *Engine) callModel(ctx context.Context, ts *turnState) (*model.Response,
 			e.emit(TextChunk{Text: ev.Text})
 		case model.ThinkingDelta:
 			e.emit(ThoughtChunk{Text: ev.Text})
+		case model.Switched:
+			e.notice(ctx, ts.turn, switchNotice(ev))
 		}
 	})
 	if err != nil {
@@ -429,4 +432,21 @@ func textOf(parts []model.Part) []string {
 		}
 	}
 	return out
+}
+
+// switchNotice is the row a move to a fallback profile leaves: which
+// profile took over and why, and the thinking the new one is not sent.
+func switchNotice(ev model.Switched) session.Notice {
+	why := ev.Err.Error()
+	var pe *model.Error
+	if errors.As(ev.Err, &pe) {
+		why = pe.Display()
+	}
+	desc := fmt.Sprintf("Later turns stay on %s until /profile or a new session.", ev.To.Name)
+	for _, prov := range slices.Sorted(maps.Keys(ev.Dropped)) {
+		desc += fmt.Sprintf(" %d thinking part(s) of %s are not sent to %s.", ev.Dropped[prov], prov, ev.To.Provider.Name())
+	}
+	return session.Notice{Severity: session.SeverityWarning,
+		Title:       fmt.Sprintf("Switched to profile %s: profile %s failed (%s)", ev.To.Name, ev.From.Name, why),
+		Description: desc}
 }

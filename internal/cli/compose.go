@@ -194,7 +194,25 @@ func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, e
 	if err != nil {
 		return host.Profile{}, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
-	prov = model.WithPrices(prov, prices(cfg), p.Model)
+	ps := prices(cfg)
+	prov = model.WithPrices(prov, ps, p.Model)
+	if len(p.Fallback) > 0 {
+		// Each session gets its own chain: a move down it sticks to the
+		// session until /profile or a new one.
+		chain := []model.Profile{{Name: p.Name, Provider: prov}}
+		for _, name := range p.Fallback {
+			fp, err := cfg.ResolveProfile(name, g.getenv)
+			if err != nil {
+				return host.Profile{}, fmt.Errorf("profile %s: fallback: %w", p.Name, err)
+			}
+			fprov, err := g.provider(fp)
+			if err != nil {
+				return host.Profile{}, fmt.Errorf("profile %s: fallback %s: %w", p.Name, fp.Name, err)
+			}
+			chain = append(chain, model.Profile{Name: fp.Name, Provider: model.WithPrices(fprov, ps, fp.Model)})
+		}
+		prov = model.NewFallback(chain)
+	}
 	return host.Profile{
 		Name: p.Name, Provider: prov, Model: p.Model,
 		ContextWindow: p.ContextWindow, MaxOutputTokens: p.MaxOutputTokens, MaxRequestBytes: p.MaxRequestBytes, Vision: p.Vision,

@@ -163,6 +163,10 @@ type Profile struct {
 	ConnectTimeout    time.Duration
 	FirstTokenTimeout time.Duration
 	StreamIdleTimeout time.Duration
+	// Fallback names the profiles a turn goes on with, in order, when
+	// this one's provider fails with a failure that may pass (429, 5xx,
+	// overload, a connection failure) after its retries.
+	Fallback []string
 }
 
 // Default waits for a provider, as a profile gets them unless it says.

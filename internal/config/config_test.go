@@ -609,3 +609,25 @@ func TestParseModels(t *testing.T) {
 		}
 	}
 }
+
+func TestParseFallback(t *testing.T) {
+	doc := "[profiles.a]\nprovider = \"openai\"\nfallback = [\"b\", \"c\"]\n[profiles.b]\nprovider = \"anthropic\"\n[profiles.c]\nprovider = \"gemini\"\n"
+	c, err := Parse("config.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Profiles["a"].Fallback; !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("fallback %q", got)
+	}
+	for _, tc := range []struct{ doc, msg string }{
+		{"[profiles.a]\nprovider = \"openai\"\nfallback = [\"x\"]\n", `no profile "x" (have a)`},
+		{"[profiles.a]\nprovider = \"openai\"\nfallback = [\"a\"]\n", "cannot fall back to itself"},
+		{"[profiles.a]\nprovider = \"openai\"\nfallback = [\"b\", \"b\"]\n[profiles.b]\nprovider = \"openai\"\n", `"b" listed twice`},
+	} {
+		_, err := Parse("config.toml", []byte(tc.doc))
+		var e *Error
+		if !errors.As(err, &e) || e.Key != "profiles.a.fallback" || e.Line != 3 || !strings.Contains(e.Msg, tc.msg) {
+			t.Errorf("%q: got %v, want line 3 profiles.a.fallback: …%s…", tc.doc, err, tc.msg)
+		}
+	}
+}

@@ -101,6 +101,9 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 			cfg.Models[id] = m
 		}
 	}
+	for name, fp := range f.Profiles {
+		c.fallbacks(name, fp.Fallback, f.Profiles)
+	}
 	if f.DefaultProfile != nil {
 		name := *f.DefaultProfile
 		if _, ok := f.Profiles[name]; !ok {
@@ -191,7 +194,24 @@ func (c *converter) profile(file, name string, fp fileProfile) (Profile, bool) {
 	c.duration(&p.ConnectTimeout, key("connect_timeout"), fp.ConnectTimeout)
 	c.duration(&p.FirstTokenTimeout, key("first_token_timeout"), fp.FirstTokenTimeout)
 	c.duration(&p.StreamIdleTimeout, key("stream_idle_timeout"), fp.StreamIdleTimeout)
+	p.Fallback = slices.Clone(fp.Fallback)
 	return p, len(c.errs) == n
+}
+
+// fallbacks checks a profile's fallback list: other profiles of the
+// file, each once.
+func (c *converter) fallbacks(name string, list []string, profiles map[string]fileProfile) {
+	key := keyPath("profiles", name, "fallback")
+	for i, fb := range list {
+		switch _, ok := profiles[fb]; {
+		case fb == name:
+			c.failElem(key, i, nil, "profile %s cannot fall back to itself", name)
+		case !ok:
+			c.failElem(key, i, ErrUnknownProfile, "no profile %q (have %s)", fb, strings.Join(slices.Sorted(maps.Keys(profiles)), ", "))
+		case slices.Index(list, fb) != i:
+			c.failElem(key, i, nil, "profile %q listed twice", fb)
+		}
+	}
 }
 
 func (c *converter) model(id string, fm fileModel) (Model, bool) {

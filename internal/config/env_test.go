@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -30,7 +31,7 @@ func TestZeroConfigProfile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p, ok := ZeroConfigProfile(tt.env.get)
-		if ok != tt.ok || p != tt.want {
+		if ok != tt.ok || !reflect.DeepEqual(p, tt.want) {
 			t.Errorf("%s: ZeroConfigProfile = %+v, %v; want %+v, %v", tt.name, p, ok, tt.want, tt.ok)
 		}
 	}
@@ -98,7 +99,7 @@ func TestResolveEnvProvider(t *testing.T) {
 	p, err := c.ResolveProfile("anthropic", env.get)
 	want := Profile{Name: "anthropic", Provider: ProviderAnthropic, Model: "claude-sonnet-4-5", BaseURL: "https://proxy", BaseURLEnv: "ANTHROPIC_BASE_URL", APIKeyEnv: "ANTHROPIC_API_KEY", Vision: true,
 		ConnectTimeout: DefaultConnectTimeout, FirstTokenTimeout: DefaultFirstTokenTimeout, StreamIdleTimeout: DefaultStreamIdleTimeout}
-	if err != nil || p != want {
+	if err != nil || !reflect.DeepEqual(p, want) {
 		t.Fatalf("ResolveProfile(anthropic) = %+v, %v", p, err)
 	}
 	c.Profiles["mine"] = Profile{Name: "mine", Provider: ProviderScript}

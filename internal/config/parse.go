@@ -35,20 +35,21 @@ type fileAgents struct {
 }
 
 type fileProfile struct {
-	Provider          *string `toml:"provider" want:"a provider name (\"openai\", \"openai-responses\", \"anthropic\", \"gemini\" or \"script\")"`
-	Model             *string `toml:"model"`
-	BaseURL           *string `toml:"base_url"`
-	APIKeyEnv         *string `toml:"api_key_env" want:"the name of an environment variable, such as \"OPENAI_API_KEY\""`
-	ContextWindow     *int64  `toml:"context_window" want:"a number of tokens"`
-	MaxOutputTokens   *int64  `toml:"max_output_tokens" want:"a number of tokens"`
-	MaxRequestBytes   *int64  `toml:"max_request_bytes" want:"a number of bytes"`
-	Vision            *bool   `toml:"vision"`
-	Script            *string `toml:"script" want:"the path of a script file"`
-	Plan              *string `toml:"plan" want:"a plan name (\"checklist\", \"update_plan\" or \"write_todos\")"`
-	ReasoningEffort   *string `toml:"reasoning_effort"`
-	ConnectTimeout    *string `toml:"connect_timeout" want:"a duration such as \"10s\""`
-	FirstTokenTimeout *string `toml:"first_token_timeout" want:"a duration such as \"2m\""`
-	StreamIdleTimeout *string `toml:"stream_idle_timeout" want:"a duration such as \"2m\""`
+	Provider          *string  `toml:"provider" want:"a provider name (\"openai\", \"openai-responses\", \"anthropic\", \"gemini\" or \"script\")"`
+	Model             *string  `toml:"model"`
+	BaseURL           *string  `toml:"base_url"`
+	APIKeyEnv         *string  `toml:"api_key_env" want:"the name of an environment variable, such as \"OPENAI_API_KEY\""`
+	ContextWindow     *int64   `toml:"context_window" want:"a number of tokens"`
+	MaxOutputTokens   *int64   `toml:"max_output_tokens" want:"a number of tokens"`
+	MaxRequestBytes   *int64   `toml:"max_request_bytes" want:"a number of bytes"`
+	Vision            *bool    `toml:"vision"`
+	Script            *string  `toml:"script" want:"the path of a script file"`
+	Plan              *string  `toml:"plan" want:"a plan name (\"checklist\", \"update_plan\" or \"write_todos\")"`
+	ReasoningEffort   *string  `toml:"reasoning_effort"`
+	ConnectTimeout    *string  `toml:"connect_timeout" want:"a duration such as \"10s\""`
+	FirstTokenTimeout *string  `toml:"first_token_timeout" want:"a duration such as \"2m\""`
+	StreamIdleTimeout *string  `toml:"stream_idle_timeout" want:"a duration such as \"2m\""`
+	Fallback          []string `toml:"fallback" want:"an array of profile names, such as [\"claude\"]"`
 }
 
 type fileModel struct {

@@ -43,7 +43,11 @@ func (s *Session) Status() string {
 	if c := hs.Confinement(); c != "" {
 		fmt.Fprintf(&b, "Sandbox: %s\n", c)
 	}
-	fmt.Fprintf(&b, "Profile: %s\n", prof.Name)
+	if fb, ok := prof.Provider.(interface{ Active() model.Profile }); ok && fb.Active().Name != prof.Name {
+		fmt.Fprintf(&b, "Profile: %s, on its fallback %s since a failure\n", prof.Name, fb.Active().Name)
+	} else {
+		fmt.Fprintf(&b, "Profile: %s\n", prof.Name)
+	}
 	if prof.Model != "" {
 		fmt.Fprintf(&b, "Model: %s\n", prof.Model)
 	}

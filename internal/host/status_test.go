@@ -8,6 +8,7 @@ import (
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
+	"meka.dev/meka/model/script"
 )
 
 // /status on every front door: the level first, the instruction files
@@ -37,5 +38,26 @@ func TestStatus(t *testing.T) {
 	}
 	if n := len(f.prov.Requests()); n != 1 {
 		t.Errorf("%d model requests, want the turn's only", n)
+	}
+}
+
+// /status says when a session's calls moved to a fallback profile.
+func TestStatusOnFallback(t *testing.T) {
+	f := newFixture(t, `[{"error":{"status":429,"body":"slow down"}}]`)
+	backup, err := script.Parse([]byte(`{"rounds":[{"text":"from the fallback"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := model.NewFallback([]model.Profile{{Name: "test", Provider: f.prov}, {Name: "spare", Provider: script.New(backup)}})
+	f.opts.Profiles = func(string) (host.Profile, error) { return host.Profile{Name: "test", Provider: fb}, nil }
+	s, err := f.host(t).Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Prompt(t.Context(), model.Text{Text: "hi"}); err != nil || res.Reply != "from the fallback" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := s.Status(); !strings.Contains(got, "Profile: test, on its fallback spare since a failure") {
+		t.Fatalf("status:\n%s", got)
 	}
 }
