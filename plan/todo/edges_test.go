@@ -102,6 +102,7 @@ func TestAnchor(t *testing.T) {
 		{[]plan.Status{c, p, ip}, 2},
 		{[]plan.Status{c, c}, 0},
 		{[]plan.Status{p}, 0},
+		{[]plan.Status{p, p}, 0},
 	} {
 		items := make([]plan.Item, len(tc.st))
 		for i, s := range tc.st {
@@ -150,6 +151,63 @@ func TestForkFoldFromItsFirstTurn(t *testing.T) {
 			Status: session.StatusOK, State: encodeState(ours, tc.turn)}}})
 		if got := len(f.store.Items()) == 1; got != tc.adopted {
 			t.Errorf("from %d, call in turn %d: adopted %v, want %v", tc.from, tc.turn, got, tc.adopted)
+		}
+	}
+}
+
+// lineLen is exactly the length writeLine writes, with and without an id
+// and a phase; furtherLen is exactly the count line's for its count.
+func TestLineLengths(t *testing.T) {
+	for _, it := range []plan.Item{
+		{Text: "plain", Status: plan.Pending},
+		{Text: "with id", Status: plan.Completed, ID: "a1"},
+		{Text: "with phase", Status: plan.InProgress, Phase: "build"},
+		{Text: "with both", Status: plan.Blocked, ID: "q", Phase: "release"},
+		{Text: strings.Repeat("é", 200), Status: plan.Pending, ID: strings.Repeat("i", 100), Phase: strings.Repeat("p", 300)},
+	} {
+		var b strings.Builder
+		writeLine(&b, it)
+		if got := lineLen(it); got != b.Len() {
+			t.Errorf("lineLen(%q) = %d, writeLine wrote %d", b.String(), got, b.Len())
+		}
+	}
+	items := uniform(120)
+	var b strings.Builder
+	writeBody(&b, items, 0, lineLen(items[0])+furtherLen(len(items)))
+	countLine := b.String()[strings.Index(b.String(), "…"):]
+	if got := furtherLen(len(items)); got != len(countLine) {
+		t.Errorf("furtherLen(120) = %d, the line %q is %d", got, countLine, len(countLine))
+	}
+}
+
+// A checkpoint with a step of no known status is refused, naming the step
+// from 1.
+func TestDecodeStateNamesTheStep(t *testing.T) {
+	_, _, err := decodeState([]byte(`{"items":[{"text":"a","status":"pending"},{"text":"b","status":"sideways"}]}`))
+	if err == nil || err.Error() != `step 2 has status "sideways"` {
+		t.Errorf("decodeState = %v", err)
+	}
+}
+
+// A plan over MaxItems is refused naming the steps past the limit.
+func TestCheckPlanNamesTheStepsOver(t *testing.T) {
+	err := checkPlan(uniform(MaxItems + 2))
+	want := fmt.Sprintf("steps %d to %d are over the limit", MaxItems+1, MaxItems+2)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("checkPlan = %v, want it to say %q", err, want)
+	}
+}
+
+func TestPlanTitles(t *testing.T) {
+	for _, tc := range []struct{ name, args, want string }{
+		{PatchName, `{"operations":[{"action":"remove","id":"a"},{"action":"remove","id":"b"}]}`, "Plan: 2 changes"},
+		{PatchName, `{"operations":[{"action":"remove","id":"a"}]}`, "Plan: 1 change"},
+		{PatchName, `{"operations":[]}`, "Plan"},
+		{PatchName, `{"operations":`, "Plan"},
+		{UpdateName, `{"operations":[{"action":"remove","id":"a"}]}`, "Plan"},
+	} {
+		if got := (planTool{name: tc.name}).Title([]byte(tc.args)); got != tc.want {
+			t.Errorf("%s %s: %q, want %q", tc.name, tc.args, got, tc.want)
 		}
 	}
 }
