@@ -211,3 +211,32 @@ func TestPlanTitles(t *testing.T) {
 		}
 	}
 }
+
+// The bounds of update_plan and patch_plan hold at their limits: an id of
+// exactly MaxIDBytes and MaxOps operations are taken, an item may repeat
+// its operation's id, and adding an id the first step has is refused.
+func TestPatchAtItsLimits(t *testing.T) {
+	longID := strings.Repeat("i", MaxIDBytes)
+	_, err := state{}.replace(updateArgs{Plan: []stepArg{{Step: "x", Status: "sideways", ID: longID}}})
+	if err == nil || !strings.Contains(err.Error(), `step 1 (id "`+longID+`")`) {
+		t.Errorf("refusal of a step with a %d-byte id: %v", MaxIDBytes, err)
+	}
+
+	var ops []opArg
+	for i := range MaxOps {
+		ops = append(ops, opArg{Action: "add", ID: fmt.Sprintf("s%d", i), Item: &stepArg{Step: "step", Status: "pending"}})
+	}
+	ops[0].ID, ops[0].Item.ID = longID, longID
+	st, err := state{}.patch(patchArgs{Operations: ops})
+	if err != nil || len(st.Items) != MaxOps {
+		t.Fatalf("%d operations, the first with a %d-byte id repeated by its item: %v", MaxOps, MaxIDBytes, err)
+	}
+	_, err = st.patch(patchArgs{Operations: []opArg{{Action: "add", ID: longID, Item: &stepArg{Step: "again", Status: "pending"}}}})
+	if err == nil || !strings.Contains(err.Error(), "step 1 already has that id") {
+		t.Errorf("adding the first step's id again: %v", err)
+	}
+	_, err = state{}.patch(patchArgs{Operations: []opArg{{Action: "add", ID: "a", Item: &stepArg{Step: "x", Status: "pending", ID: "b"}}}})
+	if err == nil || !strings.Contains(err.Error(), `the item's id "b" differs`) {
+		t.Errorf("an item whose id differs: %v", err)
+	}
+}
