@@ -141,8 +141,20 @@ type feedStore struct {
 		Append(ctx context.Context, entries []storerec.FeedEntry) ([]storerec.FeedEvent, error)
 		After(ctx context.Context, after int64, sessionID string, limit int) ([]storerec.FeedEvent, error)
 		Bounds(ctx context.Context) (oldest, newest int64, err error)
+		Unfinished(ctx context.Context) ([]storerec.FeedEvent, error)
+		TurnEvents(ctx context.Context, sessionID, turnID string) ([]storerec.FeedEvent, error)
 		Changed() <-chan struct{}
 	}
+}
+
+func (s feedStore) Unfinished(ctx context.Context) ([]httpapi.Event, error) {
+	evs, err := s.f.Unfinished(ctx)
+	return feedEvents(evs), err
+}
+
+func (s feedStore) TurnEvents(ctx context.Context, sessionID, turnID string) ([]httpapi.Event, error) {
+	evs, err := s.f.TurnEvents(ctx, sessionID, turnID)
+	return feedEvents(evs), err
 }
 
 func (s feedStore) Append(ctx context.Context, entries []httpapi.Entry) ([]httpapi.Event, error) {

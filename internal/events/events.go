@@ -79,6 +79,12 @@ type Store interface {
 	After(ctx context.Context, after int64, sessionID string, limit int) ([]Event, error)
 	// Bounds returns the oldest and newest ids, 0 and 0 when empty.
 	Bounds(ctx context.Context) (oldest, newest int64, err error)
+	// Unfinished returns the turn.started events no turn.completed of the
+	// same turn_id follows, oldest first.
+	Unfinished(ctx context.Context) ([]Event, error)
+	// TurnEvents returns the turn.started and turn.completed events of
+	// one turn of a session, oldest first.
+	TurnEvents(ctx context.Context, sessionID, turnID string) ([]Event, error)
 	// Changed is closed at this process's next commit of events.
 	Changed() <-chan struct{}
 }

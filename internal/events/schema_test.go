@@ -91,6 +91,9 @@ func TestEventsMatchTheSchema(t *testing.T) {
 	if failed.Error == nil || failed.Error.ProviderError == nil || failed.Error.ProviderError.Text != "boom" {
 		t.Errorf("failed turn's problem %+v", failed.Error)
 	}
+	cut := events.Turn{ID: "t4", SessionID: "s1", Source: "client", Status: "running", StartedAt: now}
+	cut.Interrupt(now)
+	validate(t, s, mustFrame(events.TurnCompleted, cut, now))
 	other := events.Turn{ID: "t3", SessionID: "s1", Source: "client", StartedAt: now}
 	other.End(agent.Result{Stop: agent.StopFailed, Err: errors.New("/secret/path: disk full")}, now, true)
 	if b := mustFrame(events.TurnFailed, other, now); bytes.Contains(b, []byte("secret")) {

@@ -79,6 +79,20 @@ func (t *Turn) End(res agent.Result, now time.Time, relay bool) {
 	}
 }
 
+// StatusInterrupted is the status of a turn a crash cut: the process
+// running it died before it ended, and a later start recorded its end.
+const StatusInterrupted = "interrupted"
+
+// Interrupt ends t as cut by a crash, found at now.
+func (t *Turn) Interrupt(now time.Time) {
+	now = now.UTC()
+	t.EndedAt = &now
+	t.Status, t.StopReason = StatusInterrupted, StatusInterrupted
+	t.Error = &Problem{Type: "/v1/problems/turn-interrupted", Status: 500, Code: "turn-interrupted",
+		Title:  "meka stopped during the turn",
+		Detail: "the process running the turn was killed or crashed; a tool call it left running may have partly run, and the session's log says which"}
+}
+
 // StopReason names why a turn stopped.
 func StopReason(s agent.StopReason) string {
 	switch s {

@@ -62,7 +62,15 @@ func (s sqliteFeed) After(ctx context.Context, after int64, id string, limit int
 	return feedEvents(evs), err
 }
 func (s sqliteFeed) Bounds(ctx context.Context) (int64, int64, error) { return s.f.Bounds(ctx) }
-func (s sqliteFeed) Changed() <-chan struct{}                         { return s.f.Changed() }
+func (s sqliteFeed) Unfinished(ctx context.Context) ([]httpapi.Event, error) {
+	evs, err := s.f.Unfinished(ctx)
+	return feedEvents(evs), err
+}
+func (s sqliteFeed) TurnEvents(ctx context.Context, id, turnID string) ([]httpapi.Event, error) {
+	evs, err := s.f.TurnEvents(ctx, id, turnID)
+	return feedEvents(evs), err
+}
+func (s sqliteFeed) Changed() <-chan struct{} { return s.f.Changed() }
 
 func feedEvents(evs []sqlite.FeedEvent) []httpapi.Event {
 	out := make([]httpapi.Event, len(evs))

@@ -198,6 +198,9 @@ func loopbackHost(h string) bool {
 // in flight are cancelled by the host's close.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Before the first request: a client that reconnects after a crash
+	// finds the turn it waited on ended.
+	s.finishInterrupted(ctx)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

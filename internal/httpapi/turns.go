@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -192,22 +193,51 @@ func (a *attached) start(msg session.UserMessage) (*turnInfo, error) {
 	return t, nil
 }
 
+// turn finds a turn: one of a session this server has attached, else
+// one that ended as the feed records it (before a restart, or in another
+// process), which is answered as it ended.
 func (srv *Server) turn(w http.ResponseWriter, r *http.Request) (*attached, *turnInfo, bool) {
 	srv.mu.Lock()
 	a := srv.sessions[r.PathValue("id")]
 	srv.mu.Unlock()
-	if a == nil {
-		writeProblem(w, problem{Status: http.StatusNotFound, Code: "turn-unknown", Title: "No such turn"})
-		return nil, nil, false
+	var t *turnInfo
+	if a != nil {
+		a.mu.Lock()
+		t = a.turns[r.PathValue("tid")]
+		a.mu.Unlock()
 	}
-	a.mu.Lock()
-	t := a.turns[r.PathValue("tid")]
-	a.mu.Unlock()
 	if t == nil {
+		if t = srv.storedTurn(r.Context(), r.PathValue("id"), r.PathValue("tid")); t != nil {
+			return &attached{srv: srv}, t, true
+		}
 		writeProblem(w, problem{Status: http.StatusNotFound, Code: "turn-unknown", Title: "No such turn"})
 		return nil, nil, false
 	}
 	return a, t, true
+}
+
+// storedTurn is a turn that ended as the feed's turn.completed records
+// it, nil when the feed has no end of it.
+func (srv *Server) storedTurn(ctx context.Context, sessionID, turnID string) *turnInfo {
+	evs, err := srv.opts.Feed.TurnEvents(ctx, sessionID, turnID)
+	if err != nil {
+		srv.log.Warn("read a turn from the feed", "session_id", sessionID, "turn_id", turnID, "err", err)
+		return nil
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		if e.Type != events.TurnCompleted {
+			continue
+		}
+		t := &turnInfo{number: e.Turn, done: make(chan struct{})}
+		if json.Unmarshal(e.Data, &t.Turn) != nil || t.ID != turnID {
+			return nil
+		}
+		t.LastEventID = e.ID
+		close(t.done)
+		return t
+	}
+	return nil
 }
 
 func (srv *Server) getTurn(w http.ResponseWriter, r *http.Request) {

@@ -114,6 +114,50 @@ func (f *Feed) After(ctx context.Context, after int64, sessionID string, limit i
 	return out, nil
 }
 
+// Unfinished returns the turn.started events that no turn.completed of
+// the same turn follows, oldest first: turns whose process stopped before
+// it recorded their end (or that run now).
+func (f *Feed) Unfinished(ctx context.Context) ([]FeedEvent, error) {
+	return f.query(ctx, "read unfinished turns", `SELECT id, session_id, turn, type, data, time FROM feed s
+WHERE s.type = 'turn.started' AND NOT EXISTS (SELECT 1 FROM feed c
+	WHERE c.session_id = s.session_id AND c.id > s.id AND c.type = 'turn.completed'
+	AND c.data::jsonb->>'turn_id' = s.data::jsonb->>'turn_id')
+ORDER BY s.id`)
+}
+
+// TurnEvents returns the turn.started and turn.completed events of one
+// turn of a session, oldest first.
+func (f *Feed) TurnEvents(ctx context.Context, sessionID, turnID string) ([]FeedEvent, error) {
+	return f.query(ctx, "read turn", `SELECT id, session_id, turn, type, data, time FROM feed
+WHERE session_id = $1 AND type IN ('turn.started', 'turn.completed') AND data::jsonb->>'turn_id' = $2
+ORDER BY id`, sessionID, turnID)
+}
+
+func (f *Feed) query(ctx context.Context, what, q string, args ...any) ([]FeedEvent, error) {
+	if err := f.db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	rows, err := f.db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, reach(err))
+	}
+	defer rows.Close()
+	var out []FeedEvent
+	for rows.Next() {
+		var e FeedEvent
+		var data string
+		if err := rows.Scan(&e.ID, &e.SessionID, &e.Turn, &e.Type, &data, &e.Time); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		e.Data, e.Time = json.RawMessage(data), e.Time.UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, reach(err))
+	}
+	return out, nil
+}
+
 // Bounds returns the oldest and newest ids in the feed, 0 and 0 when it
 // is empty.
 func (f *Feed) Bounds(ctx context.Context) (oldest, newest int64, err error) {
