@@ -24,7 +24,7 @@ var (
 )
 
 // mekaBinary builds cmd/meka once per test run.
-func mekaBinary(t *testing.T) string {
+func mekaBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "meka-e2e-")
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 }
 
 // isolatedEnv is an environment with no config, no keys and private dirs.
-func isolatedEnv(t *testing.T, extra ...string) []string {
+func isolatedEnv(t testing.TB, extra ...string) []string {
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
 		"MEKA_DATA_DIR=" + filepath.Join(home, "data")}

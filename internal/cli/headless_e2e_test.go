@@ -161,6 +161,15 @@ func TestOneshotJSONTurnFailed(t *testing.T) {
 	if last.Type != "turn.failed" || !strings.Contains(last.raw, "model not found") || !strings.Contains(last.raw, `"provider-failed"`) {
 		t.Fatalf("last line %s", last.raw)
 	}
+
+	// A run that fails before its turn (here, a bad level) still ends
+	// the stream it began, with the exit status it always had.
+	out, errOut, code := run(t, t.TempDir(), env, "--oneshot", "--json", "--permission", "sudo", "hi")
+	lines = jsonLines(t, eventSchema(t), out)
+	if code != 2 || len(lines) != 2 || lines[0].Type != "session.started" || lines[1].Type != "turn.failed" ||
+		!strings.Contains(lines[1].raw, `"start-failed"`) || !strings.Contains(errOut, "sudo") {
+		t.Fatalf("code %d stdout %s stderr %s", code, out, errOut)
+	}
 }
 
 // Text mode is for scripts: stdout is the final reply alone, the rounds

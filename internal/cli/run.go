@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/term"
+	"github.com/google/uuid"
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/mcp"
@@ -37,6 +38,27 @@ func runOneshot(ctx context.Context, g *globals, prompt string, cont bool, resum
 	if !stream && strings.TrimSpace(prompt) == "" && !g.stdinPiped() {
 		return usageError("--oneshot needs a prompt: meka --oneshot \"what to do\", or pipe it in")
 	}
+	// --json names a new session on its first line before anything slow
+	// happens; a run that fails before its turn then ends the stream with
+	// turn.failed, the reason on stderr.
+	announced := ""
+	if g.jsonEvents && !cont && resume == "" {
+		if dir, err := cwd(); err == nil {
+			announced = uuid.Must(uuid.NewV7()).String()
+			oneshot.Announce(g.stdout, announced, dir, g.now())
+		}
+	}
+	err := g.runOneshot(ctx, prompt, cont, resume, stream, announced)
+	var ee *exitError
+	if announced != "" && err != nil && !(errors.As(err, &ee) && ee.err == nil) {
+		oneshot.StartFailed(g.stdout, announced, g.now())
+	}
+	return err
+}
+
+// runOneshot is runOneshot once the flags are checked; announced is the
+// id --json named the new session with, if it did.
+func (g *globals) runOneshot(ctx context.Context, prompt string, cont bool, resume string, stream bool, announced string) error {
 	a, err := g.newApp(ctx)
 	if err != nil {
 		return err
@@ -59,12 +81,20 @@ func runOneshot(ctx context.Context, g *globals, prompt string, cont bool, resum
 			return err
 		}
 	}
-	s, err := openSession(ctx, g, a, cont, resume)
-	if err != nil {
+	var s *host.Session
+	if announced != "" {
+		dir, err := cwd()
+		if err != nil {
+			return err
+		}
+		if s, err = a.host.Create(ctx, host.CreateOptions{ID: announced, Cwd: dir, Profile: g.profile, Project: g.project}); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+	} else if s, err = openSession(ctx, g, a, cont, resume); err != nil {
 		return err
 	}
 	opts := oneshot.Options{Stdout: g.terminalSafe(g.stdout), Stderr: g.terminalSafe(g.stderr), Plan: renderPlan, Verbose: g.verbose > 0,
-		JSON: g.jsonEvents, Feed: a.db.feed, Relay: true, Resumed: cont || resume != "", Now: g.now}
+		JSON: g.jsonEvents, Feed: a.db.feed, Relay: true, Resumed: cont || resume != "", Announced: announced != "", Now: g.now}
 	if g.jsonEvents {
 		opts.Stdout = g.stdout // JSON escapes what a terminal would act on
 	}

@@ -253,6 +253,10 @@ func (h *Host) Store() session.Store { return h.opts.Store }
 
 // CreateOptions describe a new session.
 type CreateOptions struct {
+	// ID names the new session; empty means the store picks one. A front
+	// door that announced the session before it existed (--oneshot
+	// --json's first line) passes the id it announced.
+	ID             string
 	Cwd            string
 	AdditionalDirs []string
 	Profile        string
@@ -300,7 +304,7 @@ func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
 	meta, err := h.opts.Store.Create(ctx, session.Meta{
-		Cwd: cwd, AdditionalDirs: dirs, Profile: prof.Name, Project: o.Project,
+		ID: o.ID, Cwd: cwd, AdditionalDirs: dirs, Profile: prof.Name, Project: o.Project,
 		Permission: level.String(), Approvals: h.opts.Permissions.Approvals, ParentID: o.ParentID,
 	})
 	if err != nil {

@@ -39,12 +39,19 @@ func newJSONOut(w io.Writer, feed events.Store, sid string, now func() time.Time
 	return &jsonOut{feed: feed, sid: sid, now: now, relay: relay, w: w, failed: map[int64]bool{}}
 }
 
-// start names the session on the first line and sets the feed cursor to
-// now, so a resumed session's history is not replayed.
-func (j *jsonOut) start(ctx context.Context, s *host.Session, resumed bool) error {
+// start names the session on the first line, unless Announce did, and
+// sets the feed cursor to now, so a resumed session's history is not
+// replayed.
+func (j *jsonOut) start(ctx context.Context, s *host.Session, resumed, announced bool) error {
 	_, newest, err := j.feed.Bounds(ctx)
 	if err != nil {
 		return err
+	}
+	if announced {
+		j.mu.Lock()
+		j.after = newest
+		j.mu.Unlock()
+		return nil
 	}
 	m := s.Meta()
 	d := map[string]any{"session_id": s.ID(), "schema_version": events.SchemaVersion, "cwd": m.Cwd, "resumed": resumed}
@@ -184,4 +191,22 @@ func (j *jsonOut) ephemeral(typ string, data any) {
 func (j *jsonOut) write(f events.Frame) {
 	j.buf = append(f.AppendJSON(j.buf[:0]), '\n')
 	j.w.Write(j.buf)
+}
+
+// Announce writes --json's first line for a session about to be created
+// with id, before anything slow (the database, the prompt) happens, so a
+// harness sees the session at once. StartFailed ends such a stream when
+// the session or its turn could not be started after all.
+func Announce(w io.Writer, id, cwd string, now time.Time) {
+	d := map[string]any{"session_id": id, "schema_version": events.SchemaVersion, "cwd": cwd, "resumed": false}
+	w.Write(append(events.Ephemeral(events.SessionStarted, id, 0, now, d).AppendJSON(nil), '\n'))
+}
+
+// StartFailed writes a turn.failed line for a turn that never began:
+// why is on stderr, as without --json.
+func StartFailed(w io.Writer, id string, now time.Time) {
+	now = now.UTC()
+	t := events.Turn{ID: uuid.Must(uuid.NewV7()).String(), SessionID: id, Source: "client", Status: "failed", StartedAt: now, EndedAt: &now,
+		Error: &events.Problem{Type: "/v1/problems/start-failed", Title: "meka could not start the turn", Status: 500, Code: "start-failed", Where: "stderr"}}
+	w.Write(append(events.Ephemeral(events.TurnFailed, id, 0, now, t).AppendJSON(nil), '\n'))
 }

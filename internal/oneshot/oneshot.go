@@ -53,8 +53,9 @@ type Options struct {
 	JSON  bool
 	Feed  events.Store
 	Relay bool
-	// Resumed says the session existed before this run (-c, -r).
-	Resumed bool
+	// Resumed says the session existed before this run (-c, -r);
+	// Announced that Announce wrote the first line already.
+	Resumed, Announced bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -101,7 +102,7 @@ func runJSON(ctx context.Context, s *host.Session, prompt string, opts Options) 
 		return ExitFailed
 	}
 	j := newJSONOut(opts.Stdout, opts.Feed, s.ID(), opts.Now, opts.Relay)
-	if err := j.start(ctx, s, opts.Resumed); err != nil {
+	if err := j.start(ctx, s, opts.Resumed, opts.Announced); err != nil {
 		fmt.Fprintf(opts.Stderr, "meka: %v\n", err)
 		return ExitFailed
 	}

@@ -216,7 +216,7 @@ func RunStream(ctx context.Context, s *host.Session, first string, in io.Reader,
 		return ExitFailed
 	}
 	j := newJSONOut(opts.Stdout, opts.Feed, s.ID(), opts.Now, opts.Relay)
-	if err := j.start(ctx, s, opts.Resumed); err != nil {
+	if err := j.start(ctx, s, opts.Resumed, opts.Announced); err != nil {
 		fmt.Fprintf(opts.Stderr, "meka: %v\n", err)
 		return ExitFailed
 	}
