@@ -59,6 +59,8 @@ var allowed = map[string][]string{
 	"internal/postgres":        {"session", "model", "internal/rowcodec", "internal/storerec"},
 	"internal/postgres/pgtest": {},
 	"internal/prompt":          {"model", "session", "internal/skills"},
+	// stats: meka stats, over either store's spend query (storerec's records).
+	"internal/stats": {"internal/storerec"},
 	// The one event vocabulary: built from rows and engine events, shared
 	// by the HTTP feed, --oneshot --json and export.
 	"internal/events": {"agent", "session", "plan", "model"},

@@ -70,6 +70,27 @@ func TestOneshotRecordsCost(t *testing.T) {
 	if len(costs) != 2 || !want[costs[0]] || !want[costs[1]] || costs[0] == costs[1] {
 		t.Fatalf("costs %v, want %v", costs, want)
 	}
+
+	// meka stats adds them up.
+	js, errOut, code := run(t, work, env, "stats", "--by", "model", "--json")
+	var rep struct {
+		Groups []struct {
+			Key   string
+			Calls int
+			Input int `json:"input_tokens"`
+		}
+		Total struct{ Cost float64 }
+	}
+	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil || len(rep.Groups) != 1 || rep.Groups[0].Key != "gpt-4.1" ||
+		rep.Groups[0].Calls != 2 || rep.Groups[0].Input != 1000012 || rep.Total.Cost != costs[0]+costs[1] {
+		t.Fatalf("stats: code %d %s %s", code, js, errOut)
+	}
+	if txt, _, code := run(t, work, env, "stats"); code != 0 || !strings.Contains(txt, "total") {
+		t.Fatalf("stats: %d %s", code, txt)
+	}
+	if _, errOut, code := run(t, work, env, "stats", "--since", "yesterday"); code != 2 || !strings.Contains(errOut, "2026-08-01") {
+		t.Fatalf("bad --since: %d %s", code, errOut)
+	}
 }
 
 // A profile of provider openai-responses talks to /v1/responses, with

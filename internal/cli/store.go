@@ -14,6 +14,7 @@ import (
 	"meka.dev/meka/internal/schedule/pgstore"
 	"meka.dev/meka/internal/schedule/sqlitestore"
 	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/internal/stats"
 	"meka.dev/meka/internal/storerec"
 	"meka.dev/meka/session"
 )
@@ -38,7 +39,9 @@ type database struct {
 	// projects and memories: names sessions can be on, and their notes.
 	projects projectStore
 	memories memory.Store
-	close    func() error
+	// spend adds up the tokens and cost the log records.
+	spend stats.Source
+	close func() error
 }
 
 // project is a project as the commands show it.
@@ -99,7 +102,7 @@ func (g *globals) openDB(ctx context.Context, cfg *config.Config) (*database, er
 // sqliteDatabase wraps an open SQLite file.
 func sqliteDatabase(db *sqlite.DB) *database {
 	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), feed: feedStore{db.Feed()}, outbox: outboxStore{db.Outbox()},
-		projects: projects{db.Projects()}, memories: memoryStore{db.Memories()}, close: db.Close}
+		projects: projects{db.Projects()}, memories: memoryStore{db.Memories()}, spend: db, close: db.Close}
 }
 
 func openPostgres(ctx context.Context, url string, opts postgres.Options) (*database, error) {
@@ -116,6 +119,7 @@ func openPostgres(ctx context.Context, url string, opts postgres.Options) (*data
 		outbox:     outboxStore{db.Outbox()},
 		projects:   projects{db.Projects()},
 		memories:   memoryStore{db.Memories()},
+		spend:      db,
 		close:      db.Close,
 	}, nil
 }

@@ -166,6 +166,7 @@ CREATE TABLE memories (
 );
 CREATE INDEX memories_by_project ON memories (project, updated_at DESC, id DESC);
 `},
+	{9, "spend", spendSchema}, // spend.go
 }
 
 // SchemaVersion is the version Open migrates a database to.

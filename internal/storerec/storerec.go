@@ -135,3 +135,37 @@ type Advance struct {
 	// Baseline, when set, replaces the gate's stored observation.
 	Baseline *string
 }
+
+// What a spend query groups by.
+const (
+	SpendBySession = "session"
+	SpendByProject = "project"
+	SpendByDay     = "day"
+	SpendByModel   = "model"
+)
+
+// SpendQuery asks a store for the tokens and cost its model calls
+// recorded (assistant rows; a fork's copies of its source's rows are not
+// counted twice).
+type SpendQuery struct {
+	// Since bounds the calls counted; zero counts every one.
+	Since time.Time
+	// By is one of the SpendBy constants.
+	By string
+	// Offset is the seconds east of UTC days begin at, for SpendByDay.
+	Offset int
+}
+
+// SpendGroup is the spend of one group. Key is the session id, project
+// name, model, or for days the day's number since the Unix epoch (in the
+// query's offset); Label is a session's title.
+type SpendGroup struct {
+	Key        string
+	Label      string
+	Calls      int64
+	Input      int64
+	CacheRead  int64
+	CacheWrite int64
+	Output     int64
+	Cost       float64
+}
