@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -332,5 +333,52 @@ func TestOneshotStreamJSON(t *testing.T) {
 	}
 	if !bytes.Contains(reqs[2].Body, []byte("and again")) {
 		t.Errorf("second turn: %s", reqs[2].Body)
+	}
+}
+
+// A stream-json line meka cannot take is answered with input.rejected
+// naming the line, and the conversation goes on; an interrupt line
+// cancels the turn waiting on an approval, which is denied by "cancel".
+func TestOneshotStreamJSONRejectsAndInterrupts(t *testing.T) {
+	srv := serve(t, `[{"tool_calls":[{"id":"w1","name":"file_write","arguments":{"path":"out.txt","content":"x"}}]}]`)
+	env := configured(t, srv, "[permissions]\napprovals = true\n")
+	cmd := exec.CommandContext(t.Context(), mekaBinary(t), "--oneshot", "--json", "--input-format", "stream-json", "--permission", "read")
+	work := t.TempDir()
+	cmd.Dir, cmd.Env = work, env
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	stdin.Write([]byte("not json\n" + `{"type":"telepathy"}` + "\n" + `{"type":"user","message":{"role":"user","content":"write it"}}` + "\n"))
+	schema := eventSchema(t)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var all []string
+	for sc.Scan() {
+		line := sc.Text()
+		all = append(all, line)
+		jsonLines(t, schema, line)
+		if strings.Contains(line, `"type":"approval.requested"`) {
+			stdin.Write([]byte(`{"type":"interrupt"}` + "\n"))
+		}
+		if strings.Contains(line, `"type":"turn.completed"`) {
+			stdin.Close()
+		}
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v\n%s", err, strings.Join(all, "\n"))
+	}
+	joined := strings.Join(all, "\n")
+	for _, want := range []string{`"line":1,"reason":"not a JSON object`, `"line":2,"reason":"type \"telepathy\"`, `"by":"cancel","decision":"deny"`, `"status":"cancelled"`} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("output lacks %s:\n%s", want, joined)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "out.txt")); err == nil {
+		t.Error("the interrupted call wrote its file")
 	}
 }
