@@ -53,3 +53,29 @@ func TestCappedAtItsBudget(t *testing.T) {
 		t.Errorf("room for the item in progress only:\n%s", got)
 	}
 }
+
+// lineLen is what writeLine writes, for item numbers of one, two and
+// three digits.
+func TestLineLenAsWritten(t *testing.T) {
+	for _, i := range []int{0, 8, 9, 10, 98, 99, 127} {
+		td := Todo{ID: newID(i), Content: "do the thing", Status: plan.Pending}
+		var b strings.Builder
+		writeLine(&b, i, td, true)
+		if got := lineLen(i, td); got != b.Len() {
+			t.Errorf("lineLen(%d) = %d, writeLine wrote %d: %q", i, got, b.Len(), b.String())
+		}
+	}
+}
+
+// The count of what is left out names only the kinds left out, a second
+// item in progress among them.
+func TestCappedCountLine(t *testing.T) {
+	items := pendingTodos(9)
+	items[0].Status, items[1].Status = plan.InProgress, plan.InProgress
+	var b strings.Builder
+	writeCapped(&b, items, omittedLen(len(items))+lineLen(0, items[0]))
+	want := "[>] 1. item 0 (s1)\n… (not shown: 7 pending, 1 in progress)\n"
+	if got := b.String(); got != want {
+		t.Errorf("capped:\n%s\nwant:\n%s", got, want)
+	}
+}
