@@ -30,8 +30,8 @@ command = "/nonexistent/mcp-server"
 		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
 	}
 	for _, want := range []string{
-		"[meka warn] MCP tool bad of server raw is left out: its inputSchema is not a JSON Schema object (it is a boolean)",
-		"[meka warn] MCP server dead failed to start: its command was not found",
+		"meka: warning: MCP tool bad of server raw is left out: its inputSchema is not a JSON Schema object (it is a boolean)",
+		"meka: warning: MCP server dead failed to start: its command was not found",
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q: %q", want, errOut)
@@ -41,7 +41,6 @@ command = "/nonexistent/mcp-server"
 		t.Errorf("stderr names a command line: %q", errOut)
 	}
 	reqs := srv.Requests()
-	t.Logf("stderr %s\nreq0 %s", errOut, reqs[0].Body)
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests; stderr %q", len(reqs), errOut)
 	}
