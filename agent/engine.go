@@ -140,10 +140,11 @@ type Engine struct {
 	mu       sync.Mutex // guards the fields below
 	system   string     // Options.System, or what Prelude returned
 	rows     []session.Row
-	view     []model.Message // what the model is sent, kept in step with rows
-	lastCtx  int             // tokens of the last request, as the provider counted them
-	runs     uint64          // calls of Run so far
-	addedLen int             // bytes appended to view since lastCtx was measured
+	view     []model.Message  // what the model is sent, kept in step with rows
+	lastCtx  int              // tokens of the last request, as the provider counted them
+	limits   *model.RateLimit // what the last response said of the account's limits
+	runs     uint64           // calls of Run so far
+	addedLen int              // bytes appended to view since lastCtx was measured
 
 	emitMu sync.Mutex // serializes Events
 }
@@ -193,6 +194,14 @@ func New(opts Options, rows []session.Row) (*Engine, error) {
 }
 
 // Rows returns a copy of the session's rows as the engine holds them.
+// RateLimit is what the provider's last response said of the account's
+// rate limits; nil before one said anything.
+func (e *Engine) RateLimit() *model.RateLimit {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.limits
+}
+
 func (e *Engine) Rows() []session.Row {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -72,6 +72,16 @@ type Usage struct {
 	Window int
 }
 
+// RateLimit reports what a provider's response said of the account's
+// rate limits, after every round whose response said anything.
+type RateLimit struct{ Limit model.RateLimit }
+
+// LowRateLimit is the share left of requests or tokens below which the
+// engine warns, once, with a notice row.
+const LowRateLimit = 0.1
+
+func lowest(r *model.RateLimit) float64 { s, _, _ := r.Lowest(); return s }
+
 // CompactionStarted reports that older turns are being summarized; a
 // Compacted or a CompactionFailed follows.
 type CompactionStarted struct {
@@ -125,6 +135,7 @@ func (ToolCallOutput) isEvent()    {}
 func (ToolCallProgress) isEvent()  {}
 func (ToolCallFinished) isEvent()  {}
 func (Notice) isEvent()            {}
+func (RateLimit) isEvent()         {}
 func (Usage) isEvent()             {}
 func (CompactionStarted) isEvent() {}
 func (CompactionFailed) isEvent()  {}

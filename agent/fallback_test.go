@@ -119,3 +119,43 @@ func parseScript(t *testing.T, s string) *script.Script {
 	}
 	return sc
 }
+
+// The provider's rate-limit headers reach the engine after every round;
+// falling below a tenth left is a notice row, once.
+func TestRateLimitNotice(t *testing.T) {
+	h := newHarness(t, `[]`)
+	srv := modeltest.NewServer(t, parseScript(t, `{"rounds":[{"text":"a"},{"text":"b"},{"text":"c"}]}`))
+	srv.SetHeader("x-ratelimit-limit-tokens", "100000")
+	srv.SetHeader("x-ratelimit-remaining-tokens", "50000")
+	srv.SetHeader("x-ratelimit-reset-tokens", "20s")
+	var limits []model.RateLimit
+	e, err := agent.New(agent.Options{Provider: responses.New(responses.Options{BaseURL: srv.URL + "/v1"}), Log: h, SessionID: h.id,
+		Events: func(ev agent.Event) {
+			if r, ok := ev.(agent.RateLimit); ok {
+				limits = append(limits, r.Limit)
+			}
+		}}, h.rows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	notices := func() (out []string) {
+		for _, r := range h.rows() {
+			if n, ok := r.Entry.(session.Notice); ok {
+				out = append(out, n.Title)
+			}
+		}
+		return out
+	}
+	for i, remaining := range []string{"50000", "9000", "8000"} {
+		srv.SetHeader("x-ratelimit-remaining-tokens", remaining)
+		if _, err := e.Run(t.Context(), userText("go")); err != nil {
+			t.Fatal(err)
+		}
+		if len(limits) != i+1 || e.RateLimit() == nil || e.RateLimit().Tokens.Limit != 100000 {
+			t.Fatalf("round %d: limits %+v", i, limits)
+		}
+	}
+	if n := notices(); len(n) != 1 || n[0] != "Rate limit: 9000 of 100000 tokens left, resets in 20s" {
+		t.Fatalf("notices %q", n)
+	}
+}

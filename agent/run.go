@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
@@ -218,7 +219,23 @@ func (e *Engine) callModel(ctx context.Context, ts *turnState) (*model.Response,
 	ts.usage = ts.usage.Add(resp.Usage)
 	e.mu.Lock()
 	e.lastCtx, e.addedLen = resp.Usage.Context(), 0
+	prev := e.limits
+	if resp.RateLimit != nil {
+		e.limits = resp.RateLimit
+	}
 	e.mu.Unlock()
+	if rl := resp.RateLimit; rl != nil {
+		e.emit(RateLimit{Limit: *rl})
+		// Once as the share left falls below a tenth, not every round.
+		share, what, l := rl.Lowest()
+		if share < LowRateLimit && (prev == nil || lowest(prev) >= LowRateLimit) {
+			title := fmt.Sprintf("Rate limit: %d of %d %s left", l.Remaining, l.Limit, what)
+			if !l.Reset.IsZero() {
+				title += fmt.Sprintf(", resets in %s", max(l.Reset.Sub(rl.At), 0).Round(time.Second))
+			}
+			e.notice(ctx, ts.turn, session.Notice{Severity: session.SeverityWarning, Title: title})
+		}
+	}
 	e.emit(Usage{Round: resp.Usage, Turn: ts.usage, ContextTokens: resp.Usage.Context(), Window: e.opts.ContextWindow})
 	return resp, nil
 }

@@ -136,6 +136,9 @@ type Response struct {
 	Stop    StopReason
 	// Model is the model that answered, as the provider reported it.
 	Model string
+	// RateLimit is what the response's headers said of the account's
+	// limits; nil when they said nothing.
+	RateLimit *RateLimit
 }
 
 // Provider streams one model call. Implementations must be safe for

@@ -144,3 +144,23 @@ func TestGeminiSignaturesReplayedByteForByte(t *testing.T) {
 		}
 	}
 }
+
+// /status shows the provider's rate limits as its last response gave them.
+func TestStatusRateLimits(t *testing.T) {
+	f := newFixture(t, `[]`)
+	srv := modeltest.NewServer(t, parseScript(t, `[{"text":"hi"}]`))
+	srv.SetHeader("x-ratelimit-limit-requests", "500")
+	srv.SetHeader("x-ratelimit-remaining-requests", "499")
+	prov := responses.New(responses.Options{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()})
+	f.opts.Profiles = func(string) (host.Profile, error) { return host.Profile{Name: "test", Provider: prov}, nil }
+	s, err := f.host(t).Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Status(); !strings.Contains(got, "Rate limits: 499 of 500 requests left\n") {
+		t.Fatalf("status:\n%s", got)
+	}
+}

@@ -56,6 +56,9 @@ func (s *Session) Status() string {
 	} else {
 		fmt.Fprintf(&b, "Context: %d tokens (window unknown)\n", last.Context())
 	}
+	if rl := hs.Engine().RateLimit(); rl != nil && rl.String() != "" {
+		fmt.Fprintf(&b, "Rate limits: %s\n", rl)
+	}
 	fmt.Fprintf(&b, "Effort: the profile's default\n")
 	fmt.Fprintf(&b, "Thinking: as the model streams it\n")
 	fmt.Fprintf(&b, "Compactions: %d\n", compactions)

@@ -77,6 +77,11 @@ func (m *screen) event(ev agent.Event) tea.Cmd {
 			m.ctxPercent = ev.ContextTokens * 100 / ev.Window
 		}
 		m.snapshotPlan()
+	case agent.RateLimit:
+		m.limit = ""
+		if share, what, _ := ev.Limit.Lowest(); share < lowLimit {
+			m.limit = fmt.Sprintf("%s %d%% left", what, int(share*100))
+		}
 	case agent.CompactionStarted:
 		m.compacting = m.now()
 	case agent.Compacted:
@@ -350,6 +355,10 @@ func prettyArgs(req permission.Request) string {
 }
 
 func isBusy(err error) bool { return errors.Is(err, agent.ErrBusy) }
+
+// lowLimit is the share of a rate limit left below which the status line
+// shows it.
+const lowLimit = 0.25
 
 // spent adds up what the log says the session cost: its model calls and
 // its sub-agents'.

@@ -367,6 +367,9 @@ func statusLine(st styles, s status, width int) string {
 	if s.cost > 0 {
 		left = append(left, host.FormatCost(s.cost))
 	}
+	if s.limit != "" {
+		left = append(left, s.limit)
+	}
 	if s.note != "" {
 		left = append(left, s.note)
 	}
@@ -392,6 +395,7 @@ type status struct {
 	level, profile string
 	ctxPercent     int     // -1 when unknown
 	cost           float64 // the session's spend in US dollars, 0 when unknown
+	limit          string  // the provider's rate limit when it runs low: "tokens 8% left"
 	note           string
 	busy           bool
 	elapsed        time.Duration

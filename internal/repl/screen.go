@@ -135,6 +135,7 @@ type screen struct {
 	ctxPercent int
 	spent      float64 // the session's cost before this turn, sub-agents included
 	turnCost   float64 // this turn's so far
+	limit      string  // the rate limit, when low
 
 	steers []string // sent mid-turn, not yet delivered
 	queued []string // to send once the turn ends
@@ -419,7 +420,7 @@ func (m *screen) answer(ans answer) {
 
 func (m *screen) status() status {
 	s := status{level: m.sess.Level().String(), profile: m.sess.ProfileName(), ctxPercent: m.ctxPercent,
-		cost: m.spent + m.turnCost, note: m.note, busy: m.busy, quitArmed: !m.quitAt.IsZero() && m.now().Sub(m.quitAt) < quitWindow, quitKey: m.quitKey}
+		cost: m.spent + m.turnCost, limit: m.limit, note: m.note, busy: m.busy, quitArmed: !m.quitAt.IsZero() && m.now().Sub(m.quitAt) < quitWindow, quitKey: m.quitKey}
 	if m.busy {
 		s.elapsed = m.now().Sub(m.turnStart)
 	}

@@ -798,3 +798,17 @@ func TestStatusLineCost(t *testing.T) {
 		t.Fatalf("cost after the turn: %v, want 0.875", got)
 	}
 }
+
+// A rate limit running low shows on the status line.
+func TestStatusLineRateLimit(t *testing.T) {
+	h := newHarness(t)
+	h.event(userTurn("x"))
+	h.event(agent.RateLimit{Limit: model.RateLimit{Tokens: model.Limit{Limit: 100, Remaining: 80}, Requests: model.Limit{Limit: -1, Remaining: -1}}})
+	if s := h.m.status(); s.limit != "" {
+		t.Fatalf("shown at 80%%: %q", s.limit)
+	}
+	h.event(agent.RateLimit{Limit: model.RateLimit{Tokens: model.Limit{Limit: 100, Remaining: 8}, Requests: model.Limit{Limit: -1, Remaining: -1}}})
+	if line := statusLine(styles{}, h.m.status(), 100); !strings.Contains(line, "tokens 8% left") {
+		t.Fatalf("status line %q", line)
+	}
+}

@@ -197,6 +197,7 @@ func (c *Client) stream(ctx context.Context, body []byte, emit func(model.Event)
 	// Closing the body is what ends a read still under way when the
 	// consumer stops early; ClassifyHTTP has it closed when ctx ends.
 	defer res.Body.Close()
+	emit = model.RateLimited(res.Header, time.Now(), emit)
 	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
 		// A gateway that does not stream answers with the whole message.
 		return decodeWhole(ctx, res, emit)
@@ -240,7 +241,7 @@ func (c *Client) whole(ctx context.Context, body []byte, emit func(model.Event) 
 		return callError(ctx, err)
 	}
 	defer res.Body.Close()
-	return decodeWhole(ctx, res, emit)
+	return decodeWhole(ctx, res, model.RateLimited(res.Header, time.Now(), emit))
 }
 
 // decodeWhole reads a whole message from res and replays it as events.

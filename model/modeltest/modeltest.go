@@ -49,9 +49,21 @@ type Recorded struct {
 type Handler struct {
 	script *script.Script
 
-	mu       sync.Mutex // guards next and requests
+	mu       sync.Mutex // guards next, requests and header
 	next     int
 	requests []Recorded
+	header   http.Header
+}
+
+// SetHeader has every later response carry the header key: value, as
+// providers send rate-limit headers.
+func (h *Handler) SetHeader(key, value string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.header == nil {
+		h.header = http.Header{}
+	}
+	h.header.Set(key, value)
 }
 
 // NewHandler returns a handler playing s from its first round.
@@ -148,6 +160,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.seq = seq
+	h.mu.Lock()
+	for k, v := range h.header {
+		w.Header()[k] = v
+	}
+	h.mu.Unlock()
 	if isGemini {
 		req.Model, req.Stream = geminiName, geminiStream
 	}

@@ -153,6 +153,7 @@ func (c *Client) Stream(ctx context.Context, req *model.Request) iter.Seq2[model
 				return err
 			}
 			defer res.Body.Close() // and closed when ctx ends (ClassifyHTTP)
+			emit = model.RateLimited(res.Header, time.Now(), emit)
 			if c.opts.NoStream || isJSON(res.Header) {
 				// Asked for whole, or a server that does not stream
 				// answered whole anyway.

@@ -111,6 +111,7 @@ func (c *Client) Stream(ctx context.Context, req *model.Request) iter.Seq2[model
 				return err
 			}
 			defer res.Body.Close()
+			emit = model.RateLimited(res.Header, time.Now(), emit)
 			return stream(ctx, res.Body, emit)
 		})(yield)
 	}
