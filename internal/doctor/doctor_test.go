@@ -18,7 +18,9 @@ func TestRunVerdict(t *testing.T) {
 	failed := Run(context.Background(), &b,
 		ConfigCheck(Config{File: "/etc/meka.toml", Found: true, Profile: "main", Provider: "openai", Model: "m",
 			BaseURL: "http://127.0.0.1:9/v1", BaseURLFrom: "config", KeyEnv: "K", KeyNeeded: true}),
-		func(context.Context) []Result { return []Result{{Check: "database", Status: Fail, Detail: "locked", Fix: "close the other meka"}} },
+		func(context.Context) []Result {
+			return []Result{{Check: "database", Status: Fail, Detail: "locked", Fix: "close the other meka"}}
+		},
 	)
 	out := b.String()
 	if len(failed) != 2 || failed[0].Check != "api key" || failed[1].Check != "database" {
