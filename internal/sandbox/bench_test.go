@@ -11,7 +11,9 @@ import (
 
 // BenchmarkTrue is the cost of confinement per command: spawn to exit of
 // true at workspace on each backend, as shell_execute runs it (a temp dir
-// of its own, through Launch and so a launcher), against unrestricted;
+// of its own, meka's data and config directories masked with the
+// session's scratchpad showing through, through Launch and so a
+// launcher), against unrestricted;
 // and, for comparison, as Command builds it (a helper or bubblewrap per
 // command: "direct").
 func BenchmarkTrue(b *testing.B) {
@@ -29,9 +31,17 @@ func BenchmarkTrue(b *testing.B) {
 	}
 	for _, col := range cols {
 		b.Run(col.name, func(b *testing.B) {
-			ws := b.TempDir()
+			ws, state := b.TempDir(), b.TempDir()
+			scratch := state + "/data/sessions/s/scratch"
+			if err := os.MkdirAll(scratch, 0o700); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.MkdirAll(state+"/config", 0o700); err != nil {
+				b.Fatal(err)
+			}
 			spec := col.spec
 			spec.Args, spec.Env, spec.Dir, spec.Writable = []string{"true"}, []string{testPath}, ws, []string{ws}
+			spec.Masked, spec.Visible = []string{state + "/data", state + "/config"}, []string{scratch}
 			// CPU time says what the machine's load does not: wall time
 			// on a shared machine waits for a core too. It is the
 			// command's own (and, direct, its helper's or bubblewrap's).
