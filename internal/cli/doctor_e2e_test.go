@@ -23,7 +23,7 @@ func TestDoctor(t *testing.T) {
 		}
 		inOrderCLI(t, out, "config    ok", cfg, "profile   ok", "m: openai", srv.URL+"/v1 (config)", "api key   ok", "$OPENAI_API_KEY is set",
 			"endpoint  ok", "answered; key accepted", "sandbox", "data dir  ok", "database  ok", "SQLite", "no sessions yet",
-			"mcp dead  warn", "meka runs without it", "mcp t     ok", "connected: ", "All checks passed")
+			"mcp dead  warn", "meka runs without it", "mcp t     ok", "connected: ", "mcp__t__echo", "All checks passed")
 		reqs := srv.Requests()
 		if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), `"max_tokens":1`) && !strings.Contains(string(reqs[0].Body), `"max_completion_tokens":1`) {
 			t.Fatalf("requests: %d %s", len(reqs), reqs)

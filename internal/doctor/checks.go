@@ -183,6 +183,14 @@ func MCPCheck(m *mcp.Manager) Check {
 		var rows []Result
 		for _, s := range m.Status() {
 			r := Result{Check: "mcp " + s.Name, Status: Pass, Detail: fmt.Sprintf("connected: %d tools, %d prompts", s.Tools, s.Prompts)}
+			if names := m.ToolNames(s.Name); len(names) > 0 {
+				const shown = 8
+				list := strings.Join(names[:min(len(names), shown)], ", ")
+				if len(names) > shown {
+					list += fmt.Sprintf(", … %d more", len(names)-shown)
+				}
+				r.Detail += " (" + list + ")"
+			}
 			switch s.State {
 			case mcp.StateConnected:
 			case mcp.StateDisabled:

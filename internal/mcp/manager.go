@@ -289,6 +289,19 @@ func sameTools(a, b []*remoteTool) bool {
 	return slices.EqualFunc(a, b, func(x, y *remoteTool) bool { return x == y })
 }
 
+// ToolNames returns the names, as the model sees them, of the tools server
+// offers now, sorted (meka doctor lists them).
+func (m *Manager) ToolNames(server string) []string {
+	var names []string
+	for _, t := range m.currentTools() {
+		if t.server == server {
+			names = append(names, t.name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 func (m *Manager) currentTools() []*remoteTool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
