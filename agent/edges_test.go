@@ -375,3 +375,18 @@ func TestWithdrawEdges(t *testing.T) {
 		}
 	}
 }
+
+// An engine is not built over a log whose checkpoint a fold cannot
+// restore: it would fold on from the wrong state.
+func TestNewFailsOnAnUnrestorableCheckpoint(t *testing.T) {
+	h := newHarness(t, `[]`)
+	rows := []session.Row{
+		{Seq: 1, Turn: 1, Entry: userText("x")},
+		{Seq: 2, Turn: 1, Entry: session.Compaction{Summary: "s", KeptFrom: 1,
+			Checkpoint: map[string]json.RawMessage{"count": json.RawMessage(`"not a count"`)}}},
+	}
+	_, err := agent.New(agent.Options{Provider: h.prov, Log: h, Folds: []session.Fold{&countFold{}}}, rows)
+	if err == nil || !strings.Contains(err.Error(), "restore count") {
+		t.Errorf("New = %v, want the restore error", err)
+	}
+}
