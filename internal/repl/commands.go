@@ -273,9 +273,10 @@ func (m *screen) clear() ([]string, tea.Cmd) {
 }
 
 // unknownCommand reports text that looks like a slash command (/word at
-// the very start, word an identifier) but names none: no built-in, skill
-// or MCP prompt. Paths (/etc/hosts) and text after a space are prompts.
-func (m *screen) unknownCommand(text string) (string, bool) {
+// the very start, word an identifier) but names none of known (built-ins,
+// skills, MCP prompts). Paths (/etc/hosts) and text after a space are
+// prompts.
+func unknownCommand(text string, known []string) (string, bool) {
 	rest, ok := strings.CutPrefix(text, "/")
 	if !ok {
 		return "", false
@@ -290,24 +291,17 @@ func (m *screen) unknownCommand(text string) (string, bool) {
 			return "", false
 		}
 	}
-	if slices.Contains(m.skillNames(), word) {
-		return "", false // the skill's invocation: the host expands it
+	if slices.Contains(known, word) {
+		return "", false // a skill's or MCP prompt's invocation
 	}
 	return word, true
 }
 
-// unknownText answers an unknown /word: the nearest name, /help, and how
-// to send the text anyway.
-func (m *screen) unknownText(word string) string {
-	names := m.skillNames()
-	for _, p := range m.mcpPrompts() {
-		names = append(names, p.Name)
-	}
-	for _, c := range commands {
-		names = append(names, c.name)
-	}
+// unknownText answers an unknown /word: the nearest of known, /help, and
+// how to send the text anyway.
+func unknownText(word string, known []string) string {
 	best, bestDist := "", 3
-	for _, n := range names {
+	for _, n := range known {
 		if d := distance(strings.ToLower(word), strings.ToLower(n)); d < bestDist && d <= max(1, len(n)/3) {
 			best, bestDist = n, d
 		}
@@ -317,6 +311,24 @@ func (m *screen) unknownText(word string) string {
 		text += " (did you mean /" + best + "?)"
 	}
 	return text + "; nothing was sent. /help lists the commands; start the line with a space to send it to the model"
+}
+
+// knownCommands are the names a slash may start: built-ins, s's skills,
+// the MCP servers' prompts.
+func knownCommands(s Session, mcp MCP) []string {
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	if sl, ok := s.(skillLister); ok {
+		names = append(names, sl.SkillNames()...)
+	}
+	if mcp != nil {
+		for _, p := range mcp.MCPPrompts() {
+			names = append(names, p.Name)
+		}
+	}
+	return names
 }
 
 // distance counts the edits (insert, delete, substitute, swap adjacent)

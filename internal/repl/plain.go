@@ -94,6 +94,11 @@ func runPlain(ctx context.Context, s Session, opts Options) (Session, error) {
 		// the next line until it ends.
 		for len(queue) > 0 && ctx.Err() == nil {
 			text := queue[0]
+			if word, ok := unknownCommand(text, knownCommands(s, opts.MCP)); ok {
+				queue = queue[1:]
+				pr.line("(! " + unknownText(word, knownCommands(s, opts.MCP)) + ")")
+				continue
+			}
 			if name, args, ok := parseCommand(text); ok {
 				queue = queue[1:]
 				if name == "quit" || name == "exit" {
@@ -136,7 +141,8 @@ func runPlain(ctx context.Context, s Session, opts Options) (Session, error) {
 				continue // the answer to an approval a job's turn asked
 			}
 			if strings.TrimSpace(l) != "" {
-				queue = append(queue, strings.TrimSpace(l))
+				// Leading space kept: " /word" is text for the model.
+				queue = append(queue, strings.TrimRight(l, " \t\r"))
 			}
 		case <-pr.idle:
 		}

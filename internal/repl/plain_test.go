@@ -161,3 +161,25 @@ func TestPlainModeAsksAtATerminal(t *testing.T) {
 		<-done
 	}
 }
+
+// Line mode answers an unknown /word itself and sends nothing; /quit
+// ends it before the lines after it; " /word" and paths are prompts.
+func TestPlainModeSlashCommandsStayLocal(t *testing.T) {
+	f := newFake()
+	var sent []string
+	f.run = func(_ context.Context, msg session.UserMessage) (agent.Result, error) {
+		sent = append(sent, messageText(msg.Parts))
+		return agent.Result{Stop: agent.StopEndTurn}, nil
+	}
+	out := newSyncBuffer()
+	in := strings.NewReader("/stauts\n /stauts as text\n/etc/hosts is odd\n/quit\nnever\n")
+	if _, err := Run(t.Context(), f, Options{In: in, Out: out, Plain: true, Now: newClock().now}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "(! unknown command /stauts (did you mean /status?); nothing was sent.") {
+		t.Fatalf("output %q", out.String())
+	}
+	if strings.Join(sent, "|") != " /stauts as text|/etc/hosts is odd" {
+		t.Fatalf("sent %q", sent)
+	}
+}

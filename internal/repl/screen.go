@@ -273,10 +273,11 @@ func (m *screen) submit(text string) tea.Cmd {
 	if name, input, ok := m.mcpPrompt(text); ok {
 		return m.runMCPPrompt(name, input, text)
 	}
-	if word, ok := m.unknownCommand(text); ok {
+	known := knownCommands(m.sess, m.opts.MCP)
+	if word, ok := unknownCommand(text, known); ok {
 		// Answered here: a typo never becomes a billed turn.
 		m.commit(m.st.dim("> " + oneLine(text)))
-		m.commit(direction(m.st, session.Notice{Severity: session.SeverityWarning, Title: m.unknownText(word)}, m.width)...)
+		m.commit(direction(m.st, session.Notice{Severity: session.SeverityWarning, Title: unknownText(word, known)}, m.width)...)
 		return nil
 	}
 	if m.busy || m.submitting != "" {
