@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -380,5 +381,56 @@ func TestOneshotStreamJSONRejectsAndInterrupts(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(work, "out.txt")); err == nil {
 		t.Error("the interrupted call wrote its file")
+	}
+}
+
+// An MCP server's question reaches a stream-json client as
+// elicitation.requested; the client's elicitation line answers it and
+// the tool gets the answer.
+func TestOneshotStreamJSONElicitation(t *testing.T) {
+	server := mcpTestServer(t)
+	srv := scripted(t, `[
+	 {"tool_calls":[{"id":"c1","name":"mcp__mt__ask","arguments":{"mode":"form"}}]},
+	 {"text":"Hello, Ada."}]`)
+	cfg := mcpConfig(t, srv.URL, fmt.Sprintf("[mcp.servers.mt]\ncommand = %q\npermission = \"read\"\n", server))
+	cmd := exec.CommandContext(t.Context(), mekaBinary(t), "--config", cfg, "--oneshot", "--json", "--input-format", "stream-json", "ask my name")
+	cmd.Dir, cmd.Env = t.TempDir(), isolatedEnv(t, "OPENAI_API_KEY=k")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	schema := eventSchema(t)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var all []string
+	for sc.Scan() {
+		line := sc.Text()
+		all = append(all, line)
+		jsonLines(t, schema, line)
+		var l struct {
+			Type string `json:"type"`
+			Data struct {
+				ID string `json:"elicitation_id"`
+			} `json:"data"`
+		}
+		json.Unmarshal([]byte(line), &l)
+		switch l.Type {
+		case "elicitation.requested":
+			b, _ := json.Marshal(map[string]any{"type": "elicitation", "elicitation_id": l.Data.ID, "action": "accept", "content": map[string]string{"name": "Ada"}})
+			stdin.Write(append(b, '\n'))
+		case "turn.completed", "turn.failed":
+			stdin.Close()
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, strings.Join(all, "\n"), errOut.String())
+	}
+	joined := strings.Join(all, "\n")
+	if !strings.Contains(joined, `"action":"accept","by":"client"`) || !strings.Contains(joined, `accept {\"name\":\"Ada\"}`) {
+		t.Fatalf("output:\n%s\n%s", joined, errOut.String())
 	}
 }
