@@ -357,7 +357,7 @@ func TestReconnectAfterDeath(t *testing.T) {
 	r := registry(t, m, nil)
 	n.reset()
 	_, err := call(t, r, "mcp__t__die", `{}`)
-	if !errors.Is(err, tool.ErrUnavailable) {
+	if !errors.Is(err, tool.ErrUnavailable) || !strings.Contains(err.Error(), "disconnected during the call: it closed the connection") {
 		t.Fatalf("die: err = %v", err)
 	}
 	n.waitFor(t, "MCP server t disconnected")

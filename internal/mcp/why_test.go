@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"meka.dev/meka/internal/mcp"
+	"meka.dev/meka/internal/mcp/mcptest"
 	"meka.dev/meka/tool"
 )
 
@@ -68,13 +69,15 @@ func TestStartFailuresSayWhy(t *testing.T) {
 	exits.Args = []string{"--token=hunter22"}
 	exits.Env = map[string]string{"MCPTEST_EXIT": "3:boom: no API key given (--token=hunter22)"}
 	refused := mcp.Server{Name: "refused", URL: "http://127.0.0.1:1/mcp?key=hunter22"}
-	m, n := start(t, mcp.Options{Servers: []mcp.Server{missing, exits, refused}, MinBackoff: 1 << 62})
+	denied := mcp.Server{Name: "denied", URL: httpServer(t, mcptest.Options{}), Headers: map[string]string{"Authorization": "Bearer hunter22"}}
+	m, n := start(t, mcp.Options{Servers: []mcp.Server{missing, exits, refused, denied}, MinBackoff: 1 << 62})
 	if err := m.Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	n.waitFor(t, "MCP server missing failed to start: its command was not found")
 	n.waitFor(t, `MCP server exits failed to start: it closed the connection; its stderr ends "boom: no API key given (…)"`)
 	n.waitFor(t, "MCP server refused failed to start: the connection was refused")
+	n.waitFor(t, "MCP server denied failed to start: it answered HTTP 401 Unauthorized")
 	for _, x := range n.all {
 		for _, secret := range []string{"hunter22", "/nonexistent", serverBin} {
 			if strings.Contains(x, secret) {
