@@ -129,10 +129,12 @@ func runJSON(ctx context.Context, s *host.Session, prompt string, opts Options) 
 	close(stop)
 	<-tailed
 	unsubscribe()
+	// The reason for the exit status goes to stderr, as without --json;
+	// a fresh renderer, as a late event may still reach r.
 	r.mu.Lock()
-	r.err = opts.Stderr // the reason for the exit status, as without --json
+	failed := r.failed
 	r.mu.Unlock()
-	return r.exit(res, err)
+	return (&renderer{out: io.Discard, err: opts.Stderr, failed: failed}).exit(res, err)
 }
 
 type renderer struct {
