@@ -22,9 +22,9 @@ import (
 )
 
 // The slash commands the screen answers itself, never calling the model.
-// A slash word that is none of them (or a path such as /etc/hosts) goes to
-// the model as typed. Skills, when they land, join after the built-ins
-// (built-ins win), and /skill with them.
+// After them come skills and MCP prompts (built-ins win); any other /word
+// is answered as unknown, never sent, while a path such as /etc/hosts,
+// or a line starting with a space, goes to the model as typed.
 var commands = []struct {
 	name, args, help string
 	// now: answered at once during a turn; the others wait for its end.
