@@ -84,34 +84,11 @@ func (db *DB) insertFeed(ctx context.Context, tx pgx.Tx, entries []FeedEntry) ([
 // After returns up to limit events with an id above after, oldest first;
 // sessionID, when set, keeps that session's only.
 func (f *Feed) After(ctx context.Context, after int64, sessionID string, limit int) ([]FeedEvent, error) {
-	if err := f.db.checkOpen(); err != nil {
-		return nil, fmt.Errorf("read feed: %w", err)
-	}
-	q := `SELECT id, session_id, turn, type, data, time FROM feed WHERE id > $1 ORDER BY id LIMIT $2`
-	args := []any{after, limit}
 	if sessionID != "" {
-		q = `SELECT id, session_id, turn, type, data, time FROM feed WHERE session_id = $3 AND id > $1 ORDER BY id LIMIT $2`
-		args = append(args, sessionID)
+		return f.query(ctx, "read feed", `SELECT id, session_id, turn, type, data, time FROM feed WHERE session_id = $3 AND id > $1 ORDER BY id LIMIT $2`,
+			after, limit, sessionID)
 	}
-	rows, err := f.db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read feed: %w", reach(err))
-	}
-	defer rows.Close()
-	var out []FeedEvent
-	for rows.Next() {
-		var e FeedEvent
-		var data string
-		if err := rows.Scan(&e.ID, &e.SessionID, &e.Turn, &e.Type, &data, &e.Time); err != nil {
-			return nil, fmt.Errorf("read feed: %w", err)
-		}
-		e.Data, e.Time = json.RawMessage(data), e.Time.UTC()
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read feed: %w", reach(err))
-	}
-	return out, nil
+	return f.query(ctx, "read feed", `SELECT id, session_id, turn, type, data, time FROM feed WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
 }
 
 // Unfinished returns the turn.started events that no turn.completed of

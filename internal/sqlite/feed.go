@@ -81,35 +81,11 @@ func (db *DB) insertFeed(ctx context.Context, tx *sql.Tx, entries []FeedEntry) (
 // After returns up to limit events with an id above after, oldest first;
 // sessionID, when set, keeps that session's only.
 func (f *Feed) After(ctx context.Context, after int64, sessionID string, limit int) ([]FeedEvent, error) {
-	if err := f.db.checkOpen(); err != nil {
-		return nil, fmt.Errorf("read feed: %w", err)
-	}
-	q := `SELECT id, session_id, turn, type, data, time FROM feed WHERE id > ? ORDER BY id LIMIT ?`
-	args := []any{after, limit}
 	if sessionID != "" {
-		q = `SELECT id, session_id, turn, type, data, time FROM feed WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`
-		args = []any{sessionID, after, limit}
+		return f.query(ctx, "read feed", `SELECT id, session_id, turn, type, data, time FROM feed WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`,
+			sessionID, after, limit)
 	}
-	rows, err := f.db.reader.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read feed: %w", err)
-	}
-	defer rows.Close()
-	var out []FeedEvent
-	for rows.Next() {
-		var e FeedEvent
-		var data string
-		var t int64
-		if err := rows.Scan(&e.ID, &e.SessionID, &e.Turn, &e.Type, &data, &t); err != nil {
-			return nil, fmt.Errorf("read feed: %w", err)
-		}
-		e.Data, e.Time = json.RawMessage(data), fromMicro(t)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read feed: %w", err)
-	}
-	return out, nil
+	return f.query(ctx, "read feed", `SELECT id, session_id, turn, type, data, time FROM feed WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
 }
 
 // Unfinished returns the turn.started events that no turn.completed of
