@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -290,5 +291,62 @@ func TestWithinNeedsASeparator(t *testing.T) {
 	}
 	if got, want := r.Writable(), []string{w.ws, evil}; !slices.Equal(got, want) {
 		t.Errorf("Writable() = %q, want %q", got, want)
+	}
+}
+
+// The refusal tells the model where it may work: both kinds of root, or
+// only the read-only ones when there is no writable root.
+func TestEscapeErrorNamesTheRoots(t *testing.T) {
+	for _, tc := range []struct {
+		err  EscapeError
+		want string
+	}{
+		{EscapeError{Path: "x", Reason: ReasonOutside, Writable: []string{"/w", "/v"}, ReadOnly: []string{"/r"}},
+			"path x is refused: " + ReasonOutside + ". You may read and write under /w, /v; read only under /r."},
+		{EscapeError{Path: "x", Reason: ReasonOutside, ReadOnly: []string{"/r"}},
+			"path x is refused: " + ReasonOutside + ". You may read only under /r."},
+		{EscapeError{Path: "x", Reason: ReasonOutside, Writable: []string{"/w"}},
+			"path x is refused: " + ReasonOutside + ". You may read and write under /w."},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("Error() = %q\nwant      %q", got, tc.want)
+		}
+	}
+}
+
+// Protect adds each path once, canonical, and leaves the roots it was
+// called on as they were.
+func TestProtectAddsOnce(t *testing.T) {
+	w := newWorkspace(t)
+	mustSymlink(t, w.ws+"/sub", w.ws+"/sub-link")
+	before := w.roots.Protected()
+	r := w.roots.Protect(w.ws+"/sub", w.ws+"/sub-link", w.ws+"/sub")
+	got := r.Protected()
+	if n := len(got) - len(before); n != 1 || got[len(got)-1] != w.ws+"/sub" {
+		t.Errorf("Protected() after Protect = %q (before %q), want %s added once", got, before, w.ws+"/sub")
+	}
+	if !slices.Equal(w.roots.Protected(), before) {
+		t.Errorf("Protect changed the roots it was called on: %q", w.roots.Protected())
+	}
+	if r.Contains(w.ws+"/sub/f", true) || !r.Contains(w.ws+"/sub/f", false) || !r.Contains(w.ws+"/in.txt", true) {
+		t.Error("a protected directory is not read-only, or the rest not writable")
+	}
+}
+
+// Symlink chains resolve up to the kernel's 40 links, and no further.
+func TestCanonicalLinkLimit(t *testing.T) {
+	dir := canonTemp(t)
+	mustWrite(t, dir+"/target", "x")
+	prev := "target"
+	for i := range maxLinks + 1 {
+		name := fmt.Sprintf("l%02d", i)
+		mustSymlink(t, prev, dir+"/"+name)
+		prev = name
+	}
+	if got, err := Canonical(dir + fmt.Sprintf("/l%02d", maxLinks-1)); err != nil || got != dir+"/target" {
+		t.Errorf("a chain of %d links = %q, %v; want the target", maxLinks, got, err)
+	}
+	if _, err := Canonical(dir + fmt.Sprintf("/l%02d", maxLinks)); !errors.Is(err, errLoop) {
+		t.Errorf("a chain of %d links = %v, want %v", maxLinks+1, err, errLoop)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"meka.dev/meka/internal/schedule"
+	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 )
 
@@ -113,4 +114,32 @@ func TestLateFireInASweepRenewsTheLease(t *testing.T) {
 			t.Error("the canceled job came back")
 		}
 	})
+}
+
+// The [Scheduled] index lists 20 jobs; past that it counts the rest.
+func TestScheduledIndexLimit(t *testing.T) {
+	for _, tc := range []struct {
+		jobs int
+		more string
+	}{
+		{20, ""},
+		{21, "- … and 1 more; schedule_list shows every one."},
+	} {
+		e := newEnv(t, nil)
+		sid := e.session(permission.Read)
+		for i := range tc.jobs {
+			e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindOnce, NextAt: t0.Add(time.Duration(i+1) * time.Minute)})
+		}
+		parts := e.sched.Contributor(sid, func() permission.Level { return permission.Read }).Contribute(t.Context(), agentInfo())
+		if len(parts) != 1 {
+			t.Fatalf("%d jobs: index parts %v", tc.jobs, parts)
+		}
+		got := parts[0].(model.Text).Text
+		if n := strings.Count(got, "\n- ") - strings.Count(got, "\n- …"); n != 20 {
+			t.Errorf("%d jobs: %d listed, want 20:\n%s", tc.jobs, n, got)
+		}
+		if hasMore := strings.Contains(got, "more; schedule_list"); hasMore != (tc.more != "") || (tc.more != "" && !strings.HasSuffix(got, tc.more)) {
+			t.Errorf("%d jobs: index ends\n%s\nwant %q", tc.jobs, got[max(0, len(got)-200):], tc.more)
+		}
+	}
 }
