@@ -1,6 +1,8 @@
 package host_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,7 +12,9 @@ import (
 
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
 )
 
 // Delete removes a session nobody holds, its log and its directory; one
@@ -106,5 +110,43 @@ func TestClientSystemPromptIsRecorded(t *testing.T) {
 	}
 	if got := f.prov.Requests()[2].System; !strings.HasSuffix(got, other) || strings.Contains(got, "French") {
 		t.Fatalf("replaced addition: ends %q", got[max(0, len(got)-200):])
+	}
+}
+
+// leveledTool is a file_read whose calls may need more than it declares.
+type leveledTool struct {
+	fakeTool
+	needs permission.Level
+}
+
+func (l *leveledTool) CallLevel(tool.Call) permission.Level { return l.needs }
+
+// file_read is wrapped to attach instructions; the wrapper still tells
+// the gate what a call needs, so a read outside the roots is put to the
+// user at workspace with approvals on, as a write is.
+func TestWrappedFileReadAsksForWhatItsCallNeeds(t *testing.T) {
+	f := newFixture(t, `[{"tool_calls":[{"id":"r","name":"file_read","arguments":{"path":"/elsewhere/x"}}]},{"text":"done"}]`)
+	read := &leveledTool{needs: permission.Unrestricted, fakeTool: fakeTool{
+		spec: tool.Spec{Name: "file_read", Description: "read", Schema: json.RawMessage(`{"type":"object"}`), Level: permission.Read, Kind: tool.KindRead},
+		run:  func(context.Context, tool.Call) (tool.Result, error) { return tool.Text("read"), nil }}}
+	f.opts.Tools = func(host.Env) ([]tool.Tool, error) { return []tool.Tool{read}, nil }
+	f.opts.Permissions = host.Permissions{Default: permission.Workspace, Approvals: true}
+	s, err := f.host(t).Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []permission.Request
+	s.SetAsker(permission.AskerFunc(func(_ context.Context, req permission.Request) (permission.Decision, error) {
+		asked = append(asked, req)
+		return permission.Allow, nil
+	}))
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "read it"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0].Tool != "file_read" || asked[0].Needs != permission.Unrestricted {
+		t.Fatalf("asked %+v", asked)
+	}
+	if tr := lastResult(t, s); tr.Status != session.StatusOK {
+		t.Fatalf("result %+v", tr)
 	}
 }
