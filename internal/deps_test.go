@@ -61,6 +61,9 @@ var allowed = map[string][]string{
 	"internal/prompt":          {"model", "session", "internal/skills"},
 	// stats: meka stats, over either store's spend query (storerec's records).
 	"internal/stats": {"internal/storerec"},
+	// telemetry: OpenTelemetry spans and counters of sessions' engine
+	// events and model calls.
+	"internal/telemetry": {"agent", "model"},
 	// The one event vocabulary: built from rows and engine events, shared
 	// by the HTTP feed, --oneshot --json and export.
 	"internal/events": {"agent", "session", "plan", "model"},
@@ -111,6 +114,8 @@ var exclusive = map[string][]string{
 	"github.com/jackc/pgx/v5": {"internal/postgres", "internal/postgres/pgtest"},
 	// The MCP client, and the test server built on the same SDK.
 	"github.com/modelcontextprotocol/go-sdk": {"internal/mcp", "internal/mcp/mcptest"},
+	// OpenTelemetry's API, SDK and OTLP/HTTP exporters.
+	"go.opentelemetry.io": {"internal/telemetry"},
 }
 
 func TestLayering(t *testing.T) {

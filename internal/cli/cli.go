@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meka.dev/meka/internal/config"
+	"meka.dev/meka/internal/telemetry"
 )
 
 // exitError carries an exit status out of a subcommand.
@@ -39,6 +40,8 @@ func usageError(format string, args ...any) error {
 
 // globals are the root flags every subcommand sees.
 type globals struct {
+	// tel exports telemetry; nil when it is off.
+	tel        *telemetry.Telemetry
 	configFile string
 	dataDir    string
 	profile    string

@@ -1,17 +1,21 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/mcp"
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/subagent"
+	"meka.dev/meka/internal/telemetry"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/anthropic"
 	"meka.dev/meka/model/gemini"
@@ -31,6 +35,8 @@ type app struct {
 	// tells about its servers.
 	mcp     *mcp.Manager
 	notices *mcpNotices
+	// tel is nil when telemetry is off.
+	tel *telemetry.Telemetry
 }
 
 // startScheduler runs the scheduler loop until the returned stop; only
@@ -48,6 +54,13 @@ func (a *app) close(ctx context.Context) {
 	}
 	if a.db != nil {
 		_ = a.db.Close()
+	}
+	if a.tel != nil {
+		// What the last turns left unsent, within a bound: an unreachable
+		// collector must not hold meka open.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = a.tel.Shutdown(sctx)
+		cancel()
 	}
 }
 
@@ -137,6 +150,23 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		db.Close()
 		return nil, usageError("%v", err)
 	}
+	var observers []func(*host.Session) func(agent.Event)
+	if endpoint := cmp.Or(cfg.Telemetry.OTLPEndpoint, g.getenv("OTEL_EXPORTER_OTLP_ENDPOINT")); endpoint != "" {
+		// Only now: with telemetry off, none of it is set up.
+		tel, err := telemetry.Start(ctx, telemetry.Options{Endpoint: endpoint, LogContent: cfg.Telemetry.LogContent, Version: version(),
+			Headers: telemetry.ParseHeaders(g.getenv("OTEL_EXPORTER_OTLP_HEADERS"))})
+		if err != nil {
+			db.Close()
+			return nil, usageError("%v", err)
+		}
+		g.tel = tel
+		observers = append(observers, func(s *host.Session) func(agent.Event) {
+			if ts, ok := s.Profile().Provider.(*telemetry.Session); ok {
+				return ts.Bind(s.ID(), func() string { return s.Level().String() })
+			}
+			return func(agent.Event) {}
+		})
+	}
 	agents := subagent.Sources{UserDir: config.AgentsDir(g.getenv), Logger: log}
 	notices := &mcpNotices{}
 	servers := g.newMCP(cfg, log, notices)
@@ -158,6 +188,7 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		Memories:      memoryList(db),
 		Now:           g.now,
 		Logger:        log,
+		Observers:     observers,
 	})
 	if err != nil {
 		db.Close()
@@ -170,7 +201,7 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 	if servers != nil {
 		servers.Start(ctx)
 	}
-	return &app{cfg: cfg, db: db, host: h, sched: sc, mcp: servers, notices: notices}, nil
+	return &app{cfg: cfg, db: db, host: h, sched: sc, mcp: servers, notices: notices, tel: g.tel}, nil
 }
 
 // promptOptions say where system prompts find the user's instructions and
@@ -212,6 +243,9 @@ func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, e
 			chain = append(chain, model.Profile{Name: fp.Name, Provider: model.WithPrices(fprov, ps, fp.Model)})
 		}
 		prov = model.NewFallback(chain)
+	}
+	if g.tel != nil {
+		prov = g.tel.Provider(p.Name, p.Model, prov)
 	}
 	return host.Profile{
 		Name: p.Name, Provider: prov, Model: p.Model,

@@ -3,9 +3,14 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"meka.dev/meka/model/modeltest"
@@ -139,5 +144,60 @@ func TestOneshotGemini(t *testing.T) {
 	js, _, _ := run(t, work, env, "--config", cfg, "sessions", "show", "--json", strings.Fields(strings.Split(list, "\n")[1])[0])
 	if !strings.Contains(js, `"cost":1.25`) {
 		t.Fatalf("no cost of $1.25 (1M input tokens of gemini-2.5-pro): %s", js)
+	}
+}
+
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, a one-shot turn's spans reach the
+// collector before meka exits; without it nothing is sent.
+func TestOneshotTelemetry(t *testing.T) {
+	var mu sync.Mutex
+	var traces [][]byte
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" {
+			mu.Lock()
+			traces = append(traces, b)
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	col.Listener.Close()
+	col.Listener = l
+	col.Start()
+	t.Cleanup(col.Close)
+
+	s, err := script.Parse([]byte(`{"rounds":[{"text":"traced"},{"text":"untraced"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	work := t.TempDir()
+	base := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + srv.URL + "/v1"}
+	if out, errOut, code := run(t, work, isolatedEnv(t, append(base, "OTEL_EXPORTER_OTLP_ENDPOINT="+col.URL)...), "--oneshot", "hi"); code != 0 || out != "traced\n" {
+		t.Fatalf("code %d %q %q", code, out, errOut)
+	}
+	mu.Lock()
+	all := bytes.Join(traces, nil)
+	mu.Unlock()
+	for _, want := range []string{"invoke_agent meka", "chat gpt-4.1", "gen_ai.usage.input_tokens"} {
+		if !bytes.Contains(all, []byte(want)) {
+			t.Errorf("no %q in the traces sent (%d requests)", want, len(traces))
+		}
+	}
+	if bytes.Contains(all, []byte("hi")) && bytes.Contains(all, []byte("gen_ai.input.messages")) {
+		t.Error("the prompt was sent without log_content")
+	}
+	n := len(traces)
+	if _, _, code := run(t, work, isolatedEnv(t, base...), "--oneshot", "hi"); code != 0 {
+		t.Fatal("second run failed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(traces) != n {
+		t.Error("traces sent with telemetry off")
 	}
 }

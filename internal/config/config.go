@@ -101,6 +101,7 @@ type Config struct {
 	Instructions Instructions
 	Store        Store
 	Agents       Agents
+	Telemetry    Telemetry
 	// Settings are the keys the file set, in document order; empty for
 	// Default.
 	Settings []Setting
@@ -113,6 +114,16 @@ type Config struct {
 type Model struct {
 	InputPrice, OutputPrice         float64
 	CacheReadPrice, CacheWritePrice *float64
+}
+
+// Telemetry is the [telemetry] table: OpenTelemetry export, off unless
+// an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT.
+type Telemetry struct {
+	// OTLPEndpoint is the OTLP/HTTP base URL; empty leaves it to the
+	// OTEL_EXPORTER_OTLP_* variables.
+	OTLPEndpoint string
+	// LogContent puts prompts, replies and tool arguments on spans.
+	LogContent bool
 }
 
 // Agents is the [agents] table: sub-agents.

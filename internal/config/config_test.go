@@ -279,7 +279,7 @@ func TestParseErrors(t *testing.T) {
 		{"unterminated string", "[profiles.a]\nmodel = \"x\n", 2, "", ""},
 		{"unknown key", "[profiles.local]\nprovider = \"openai\"\nmodle = \"x\"\n", 3, "profiles.local.modle", `unknown key (did you mean "model"?)`},
 		{"unknown key, wrong case", "[profiles.a]\nprovider = \"openai\"\nModel = \"x\"\n", 3, "profiles.a.Model", "unknown key"},
-		{"unknown table", "\n[telemetry]\nenabled = true\n", 2, "telemetry", "unknown key"},
+		{"unknown table", "\n[telemetree]\nenabled = true\n", 2, "telemetree", "unknown key"},
 		{"unknown top-level key", "default_profil = \"a\"\n", 1, "default_profil", `did you mean "default_profile"`},
 		{"unknown key in inline table", "schedule = { poll = \"1s\" }\n", 1, "schedule.poll", "unknown key"},
 		{"unknown dotted key", "serve.port = 80\n", 1, "serve.port", "unknown key"},
@@ -629,5 +629,17 @@ func TestParseFallback(t *testing.T) {
 		if !errors.As(err, &e) || e.Key != "profiles.a.fallback" || e.Line != 3 || !strings.Contains(e.Msg, tc.msg) {
 			t.Errorf("%q: got %v, want line 3 profiles.a.fallback: …%s…", tc.doc, err, tc.msg)
 		}
+	}
+}
+
+func TestParseTelemetry(t *testing.T) {
+	c, err := Parse("config.toml", []byte("[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\nlog_content = true\n"))
+	if err != nil || c.Telemetry.OTLPEndpoint != "http://127.0.0.1:4318" || !c.Telemetry.LogContent {
+		t.Fatalf("%+v %v", c.Telemetry, err)
+	}
+	_, err = Parse("config.toml", []byte("[telemetry]\notlp_endpoint = \"localhost:4318\"\n"))
+	var e *Error
+	if !errors.As(err, &e) || e.Key != "telemetry.otlp_endpoint" || e.Line != 2 {
+		t.Fatalf("err %v", err)
 	}
 }

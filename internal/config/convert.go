@@ -123,6 +123,15 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 	c.instructions(&cfg.Instructions, &f.Instructions)
 	c.mcp(&cfg.MCP, &f.MCP)
 	c.agents(&cfg.Agents, &f.Agents)
+	if t := f.Telemetry.OTLPEndpoint; t != nil {
+		cfg.Telemetry.OTLPEndpoint = *t
+		if err := checkURL(*t); err != "" {
+			c.fail(keyPath("telemetry", "otlp_endpoint"), nil, "%s", err)
+		}
+	}
+	if f.Telemetry.LogContent != nil {
+		cfg.Telemetry.LogContent = *f.Telemetry.LogContent
+	}
 	if err := c.first(); err != nil {
 		return nil, err
 	}

@@ -27,6 +27,12 @@ type fileConfig struct {
 	MCP            fileMCP                `toml:"mcp"`
 	Store          fileStore              `toml:"store"`
 	Agents         fileAgents             `toml:"agents"`
+	Telemetry      fileTelemetry          `toml:"telemetry"`
+}
+
+type fileTelemetry struct {
+	OTLPEndpoint *string `toml:"otlp_endpoint" want:"an OTLP/HTTP base URL, such as \"http://127.0.0.1:4318\""`
+	LogContent   *bool   `toml:"log_content"`
 }
 
 type fileAgents struct {

@@ -142,6 +142,10 @@ type Options struct {
 	// Tools builds the built-in tools of a session.
 	Tools      func(env Env) ([]tool.Tool, error)
 	Extensions []ExtensionFunc
+	// Observers are told the events of every session the host opens, from
+	// before its first turn: each returns the session's subscriber
+	// (telemetry, for one).
+	Observers []func(*Session) func(agent.Event)
 	// Deny removes tools matching these globs from every request.
 	Deny        []string
 	Permissions Permissions
@@ -415,6 +419,9 @@ func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Se
 	if err != nil {
 		_ = lock.Release(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open session %s: %w", meta.ID, err)
+	}
+	for _, o := range h.opts.Observers {
+		s.Subscribe(o(s))
 	}
 	h.mu.Lock()
 	h.open[meta.ID] = s
