@@ -162,6 +162,14 @@ type Store interface {
 	Close() error
 }
 
+// Restorer is a Store that can append rows with the times they carry,
+// for an import that restores a session as it was.
+type Restorer interface {
+	// Restore appends rows as Append does, but each row keeps its Time;
+	// a row without one gets the append's.
+	Restore(ctx context.Context, sessionID string, rows []Row) ([]Row, error)
+}
+
 // Lock is a held session lock. The store keeps it alive until Release.
 type Lock interface {
 	Holder() Holder

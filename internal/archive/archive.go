@@ -226,8 +226,9 @@ func eachLine(r io.Reader, fn func([]byte) error) error {
 	return nil
 }
 
-// Import stores s as a new session: a new id, the rows in order, the
-// meta's own fields kept. Nothing is left behind when it fails.
+// Import stores s as a new session: a new id, the rows in order with
+// their times (where the store restores), the meta's own fields kept.
+// Nothing is left behind when it fails.
 func Import(ctx context.Context, store session.Store, s Session) (session.Meta, error) {
 	m := s.Meta
 	m.ID = ""
@@ -239,10 +240,14 @@ func Import(ctx context.Context, store session.Store, s Session) (session.Meta, 
 	}
 	rows := make([]session.Row, len(s.Rows))
 	for i, r := range s.Rows {
-		rows[i] = session.Row{Turn: r.Turn, Entry: r.Entry}
+		rows[i] = session.Row{Turn: r.Turn, Time: r.Time, Entry: r.Entry}
+	}
+	appendRows := store.Append
+	if r, ok := store.(session.Restorer); ok {
+		appendRows = r.Restore // the rows keep their times
 	}
 	if len(rows) > 0 {
-		if _, err := store.Append(ctx, created.ID, rows); err != nil {
+		if _, err := appendRows(ctx, created.ID, rows); err != nil {
 			_ = store.Delete(context.WithoutCancel(ctx), created.ID)
 			return session.Meta{}, err
 		}

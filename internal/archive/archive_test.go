@@ -114,6 +114,11 @@ func TestArchiveRoundTrip(t *testing.T) {
 	if a, b := strings.Join(entries(t, got), "\n"), strings.Join(entries(t, s.Rows), "\n"); a != b {
 		t.Fatalf("rows differ\n got %s\nwant %s", a, b)
 	}
+	for i := range got {
+		if !got[i].Time.Equal(s.Rows[i].Time) {
+			t.Errorf("row %d: time %v, want %v", i, got[i].Time, s.Rows[i].Time)
+		}
+	}
 	want := orig
 	want.ID, want.UpdatedAt = m.ID, m.UpdatedAt
 	if a, b := mustJSON(m), mustJSON(want); a != b {

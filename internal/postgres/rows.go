@@ -34,6 +34,16 @@ var ErrFenced = fmt.Errorf("session lock was taken over: %w", session.ErrNotHeld
 // live. The lock row is read FOR SHARE, so a take-over waits for an
 // append in flight and every append after it sees the new holder.
 func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.Row) ([]session.Row, error) {
+	return s.appendRows(ctx, sessionID, rows, false)
+}
+
+// Restore is Append keeping each row's time (session.Restorer), for an
+// imported session.
+func (s *Sessions) Restore(ctx context.Context, sessionID string, rows []session.Row) ([]session.Row, error) {
+	return s.appendRows(ctx, sessionID, rows, true)
+}
+
+func (s *Sessions) appendRows(ctx context.Context, sessionID string, rows []session.Row, keepTimes bool) ([]session.Row, error) {
 	db := s.db
 	if err := db.checkOpen(); err != nil {
 		return nil, fmt.Errorf("append rows: %w", err)
@@ -61,6 +71,13 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 	held := db.heldLock(sessionID)
 
 	now := db.now()
+	times := make([]time.Time, len(rows))
+	for i, r := range rows {
+		times[i] = now
+		if keepTimes && !r.Time.IsZero() {
+			times[i] = r.Time.UTC().Truncate(time.Microsecond)
+		}
+	}
 	var first int64
 	out := make([]session.Row, len(rows))
 	fed := false
@@ -73,9 +90,9 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 	title = CASE WHEN title = '' THEN $4 ELSE title END
 WHERE id = $1 RETURNING last_seq - $3 + 1`, sessionID, now, len(rows), title)
 		b.Queue(`INSERT INTO rows (session_id, seq, turn, kind, payload, time)
-SELECT $1, s.last_seq - $2 + r.n, r.turn, r.kind, r.payload, $3
-FROM sessions s, unnest($4::bigint[], $5::text[], $6::text[]) WITH ORDINALITY AS r (turn, kind, payload, n)
-WHERE s.id = $1`, sessionID, len(rows), now, turns, kinds, payloads)
+SELECT $1, s.last_seq - $2 + r.n, r.turn, r.kind, r.payload, r.time
+FROM sessions s, unnest($3::bigint[], $4::text[], $5::text[], $6::timestamptz[]) WITH ORDINALITY AS r (turn, kind, payload, time, n)
+WHERE s.id = $1`, sessionID, len(rows), turns, kinds, payloads, times)
 		res := tx.SendBatch(ctx, b)
 		defer res.Close()
 		var cur lockRow
@@ -100,7 +117,7 @@ WHERE s.id = $1`, sessionID, len(rows), now, turns, kinds, payloads)
 			return err
 		}
 		for i, r := range rows {
-			out[i] = session.Row{Seq: first + int64(i), Turn: r.Turn, Time: now, Entry: r.Entry}
+			out[i] = session.Row{Seq: first + int64(i), Turn: r.Turn, Time: times[i], Entry: r.Entry}
 		}
 		if db.opts.Feed != nil {
 			if entries := db.opts.Feed(sessionID, out); len(entries) > 0 {

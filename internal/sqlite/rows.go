@@ -26,6 +26,16 @@ type encoded struct {
 // session's updated_at moves to it, and a session without a title takes
 // the words of the first message a person typed (see session.TitleOf).
 func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.Row) ([]session.Row, error) {
+	return s.appendRows(ctx, sessionID, rows, false)
+}
+
+// Restore is Append keeping each row's time (session.Restorer), for an
+// imported session.
+func (s *Sessions) Restore(ctx context.Context, sessionID string, rows []session.Row) ([]session.Row, error) {
+	return s.appendRows(ctx, sessionID, rows, true)
+}
+
+func (s *Sessions) appendRows(ctx context.Context, sessionID string, rows []session.Row, keepTimes bool) ([]session.Row, error) {
 	db := s.db
 	if err := db.checkOpen(); err != nil {
 		return nil, fmt.Errorf("append rows: %w", err)
@@ -72,8 +82,12 @@ func (s *Sessions) Append(ctx context.Context, sessionID string, rows []session.
 		args = args[:0]
 		for i := lo; i < hi; i++ {
 			seq := last + 1 + int64(i)
-			args = append(args, sessionID, seq, rows[i].Turn, enc[i].kind, enc[i].payload, toMicro(now))
-			out[i] = session.Row{Seq: seq, Turn: rows[i].Turn, Time: now, Entry: rows[i].Entry}
+			at := now
+			if keepTimes && !rows[i].Time.IsZero() {
+				at = fromMicro(toMicro(rows[i].Time))
+			}
+			args = append(args, sessionID, seq, rows[i].Turn, enc[i].kind, enc[i].payload, toMicro(at))
+			out[i] = session.Row{Seq: seq, Turn: rows[i].Turn, Time: at, Entry: rows[i].Entry}
 		}
 		if _, err := tx.StmtContext(ctx, db.stmts.insertRows[hi-lo-1]).ExecContext(ctx, args...); err != nil {
 			return nil, fmt.Errorf("append rows to %s: seq %d: %w", sessionID, last+1+int64(lo), err)

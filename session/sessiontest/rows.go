@@ -1,6 +1,7 @@
 package sessiontest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
@@ -379,6 +381,42 @@ func testConcurrentAppend(t *testing.T, open Opener) {
 	for _, r := range stored {
 		if title := r.Entry.(session.Notice).Title; seen[r.Seq] != title {
 			t.Errorf("stored seq %d is %q, Append returned %q", r.Seq, title, seen[r.Seq])
+		}
+	}
+}
+
+// testRestore: every meka store restores (session.Restorer, for import):
+// each row keeps its time, to the microsecond, and a row without one is
+// stamped as Append does.
+func testRestore(t *testing.T, open Opener) {
+	s := store(t, open)
+	r, ok := s.(*onceCloser).Store.(session.Restorer)
+	if !ok {
+		t.Fatal("the store does not implement session.Restorer")
+	}
+	m := mustCreate(t, s, session.Meta{Cwd: "/w", Permission: "read"})
+	at := time.Date(2025, 9, 1, 10, 0, 2, 123456789, time.UTC)
+	rows := conversation(1)
+	for i := range rows {
+		rows[i].Time = at.Add(time.Duration(i) * time.Second)
+	}
+	rows[len(rows)-1].Time = time.Time{}
+	stored, err := r.Restore(context.Background(), m.ID, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := mustRows(t, s, m.ID, 0)
+	checkRows(t, "restored", got, stored)
+	for i, row := range got {
+		if i == len(got)-1 {
+			if row.Time.Before(at.Add(24*time.Hour)) || !row.Time.Equal(stored[i].Time) {
+				t.Errorf("row %d without a time got %v (returned %v)", i, row.Time, stored[i].Time)
+			}
+			continue
+		}
+		want := rows[i].Time.Truncate(time.Microsecond)
+		if !row.Time.Equal(want) || !stored[i].Time.Equal(want) {
+			t.Errorf("row %d: time %v (returned %v), want %v", i, row.Time, stored[i].Time, want)
 		}
 	}
 }

@@ -48,6 +48,7 @@ func Run(t *testing.T, newDB func(t *testing.T) Opener) {
 		{"Fork", testFork},
 		{"Rewind", testRewind},
 		{"ConcurrentAppend", testConcurrentAppend},
+		{"Restore", testRestore},
 		{"List", testList},
 		{"Latest", testLatest},
 		{"Lock", testLock},
