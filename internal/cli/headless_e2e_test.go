@@ -187,7 +187,7 @@ func TestOneshotStdoutIsTheFinalReply(t *testing.T) {
 	if code != 0 || out != "It is fine.\n" {
 		t.Fatalf("code %d stdout %q stderr %q", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "[meka] session ") || !strings.Contains(errOut, "Let me look.") {
+	if !strings.Contains(errOut, "meka: session ") || !strings.Contains(errOut, "Let me look.") {
 		t.Fatalf("stderr %q", errOut)
 	}
 }

@@ -72,7 +72,7 @@ func Run(ctx context.Context, s *host.Session, prompt string, opts Options) int 
 	unsubscribe := s.Subscribe(r.event)
 	defer unsubscribe()
 	if opts.Verbose {
-		fmt.Fprintf(opts.Stderr, "[meka] session %s\n", s.ID())
+		fmt.Fprintf(opts.Stderr, "meka: session %s\n", s.ID())
 	}
 	for _, n := range s.StartNotices() {
 		r.event(agent.Notice{Notice: n})
