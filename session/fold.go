@@ -118,6 +118,21 @@ func LatestCompaction(rows []Row) int {
 	return -1
 }
 
+// Spent adds up what the model calls rows record spent: the session's
+// replies and its sub-agents' turns (a tool result's usage).
+func Spent(rows []Row) model.Usage {
+	var u model.Usage
+	for _, r := range rows {
+		switch en := r.Entry.(type) {
+		case AssistantMessage:
+			u = u.Add(en.Usage)
+		case ToolResult:
+			u = u.Add(en.Usage)
+		}
+	}
+	return u
+}
+
 // LastTurn returns the highest turn number in rows, 0 for none.
 func LastTurn(rows []Row) int64 {
 	var t int64

@@ -191,18 +191,7 @@ func recordedUsage(hs *host.Session) (used, size int, ok bool) {
 
 // recordedCost is what the model calls the session's log records cost:
 // its replies' and its sub-agents'.
-func recordedCost(hs *host.Session) float64 {
-	total := 0.0
-	for _, r := range hs.Engine().Rows() {
-		switch en := r.Entry.(type) {
-		case session.AssistantMessage:
-			total += en.Usage.Cost
-		case session.ToolResult:
-			total += en.Usage.Cost
-		}
-	}
-	return total
-}
+func recordedCost(hs *host.Session) float64 { return session.Spent(hs.Engine().Rows()).Cost }
 
 // idAllocator gives tool calls their ids in the client's thread: the
 // provider's, unless the thread already has it or may (a thread from

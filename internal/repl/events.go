@@ -362,15 +362,4 @@ const lowLimit = 0.25
 
 // spent adds up what the log says the session cost: its model calls and
 // its sub-agents'.
-func spent(rows []session.Row) float64 {
-	var usd float64
-	for _, r := range rows {
-		switch en := r.Entry.(type) {
-		case session.AssistantMessage:
-			usd += en.Usage.Cost
-		case session.ToolResult:
-			usd += en.Usage.Cost
-		}
-	}
-	return usd
-}
+func spent(rows []session.Row) float64 { return session.Spent(rows).Cost }
