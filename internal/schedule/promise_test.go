@@ -143,3 +143,58 @@ func TestScheduledIndexLimit(t *testing.T) {
 		}
 	}
 }
+
+// A one-shot exactly missed_grace late still fires; a second later it is
+// dropped.
+func TestOneShotAtTheEdgeOfMissedGrace(t *testing.T) {
+	for _, tc := range []struct {
+		late  time.Duration
+		fired bool
+	}{
+		{schedule.DefaultMissedGrace, true},
+		{schedule.DefaultMissedGrace + time.Second, false},
+	} {
+		e := newEnv(t, nil)
+		sid := e.session(permission.Read)
+		e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindOnce, NextAt: t0})
+		res := e.sweep(t0.Add(tc.late))
+		if got := res.Fired == 1; got != tc.fired || res.Dropped != boolInt(!tc.fired) {
+			t.Errorf("%v late: %+v, want fired %v", tc.late, res, tc.fired)
+		}
+	}
+}
+
+// A gate that says no is counted as declined, and the occurrence spent.
+func TestDeclinedGateIsCounted(t *testing.T) {
+	e := newEnv(t, nil)
+	sid := e.session(permission.Unrestricted)
+	j := e.gated(sid, `{"check":{"command":"false"},"when":"succeeded"}`)
+	res := e.sweep(t0)
+	if res.Declined != 1 || res.Fired != 0 {
+		t.Errorf("sweep %+v, want one declined", res)
+	}
+	if after, _ := e.job(j.ID); !after.NextAt.After(t0) || after.LeaseOwner != "" {
+		t.Errorf("the declined occurrence was not spent: %+v", after)
+	}
+}
+
+// A turn neither delivered nor declined keeps its claim, so the lease runs
+// out and counts against the job, instead of being handed straight back.
+func TestUndeliveredTurnKeepsItsClaim(t *testing.T) {
+	e := newEnv(t, nil)
+	sid := e.session(permission.Read)
+	j := e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindOnce, NextAt: t0})
+	e.firer.fire = func(context.Context, string, schedule.Firing) (bool, error) {
+		return false, fmt.Errorf("the host lost its database")
+	}
+	res := e.sweep(t0)
+	if res.Fired != 0 || res.Returned != 0 {
+		t.Errorf("sweep %+v, want nothing fired or returned", res)
+	}
+	if after, ok := e.job(j.ID); !ok || after.LeaseOwner != "test-host" {
+		t.Errorf("after an undelivered turn the job is %+v, want still claimed", after)
+	}
+	if !strings.Contains(e.log.String(), "the turn was not delivered") {
+		t.Errorf("not logged:\n%s", e.log)
+	}
+}
