@@ -159,7 +159,8 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 		a.sched.sched.OnFired(srv.ScheduleFired)
 	}
 	// A standing daemon fires the jobs of sessions nobody holds (seed 004);
-	// the server, built above, attaches each session that opens.
+	// the server attaches each session the host opens, whoever opens it.
+	a.host.OnOpen(srv.Opened)
 	a.sched.takeUnheld()
 	defer a.startScheduler(ctx)()
 	if err := srv.Serve(ctx, l); err != nil {

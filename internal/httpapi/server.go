@@ -23,9 +23,9 @@ import (
 // Options configure a Server. The zero value of each field means its
 // default where one is given.
 type Options struct {
-	// Host is the host whose sessions the server serves: every top-level
-	// session it opens, whoever opens it (a client, or the scheduler
-	// firing a job of a session nobody held), is attached (Host.OnOpen).
+	// Host is the host whose sessions the server serves. The composition
+	// root gives Opened to Host.OnOpen, so that a session the host opens
+	// for another reason (a job of a session nobody held) is served too.
 	Host *host.Host
 	Feed FeedStore
 	// Schedules is the scheduler's store and policy; nil when scheduling
@@ -103,14 +103,14 @@ func New(opts Options) (*Server, error) {
 		sessions: make(map[string]*attached), idem: make(map[string]*idempotency), subs: make(map[*subscriber]struct{})}
 	s.cache.feed = opts.Feed
 	s.routes()
-	opts.Host.OnOpen(s.opened)
 	return s, nil
 }
 
-// opened attaches a top-level session the host opened, so that its turns
+// Opened attaches a top-level session the host opened, so that its turns
 // reach the feed and its approvals this server even when no client opened
-// it; a sub-agent's route through its parent's.
-func (s *Server) opened(hs *host.Session) {
+// it; a sub-agent's route through its parent's. It is the host's OnOpen
+// for the one server that serves all its sessions.
+func (s *Server) Opened(hs *host.Session) {
 	if hs.Meta().ParentID == "" {
 		s.attach(hs)
 	}
