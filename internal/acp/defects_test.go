@@ -10,6 +10,7 @@ import (
 
 	"meka.dev/meka/internal/acp/jsonrpc"
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/plan"
 	"meka.dev/meka/session"
 )
 
@@ -264,5 +265,21 @@ func TestMessageIDs(t *testing.T) {
 		if c, ok := n.Update.(ContentChunk); ok && !strings.HasPrefix(c.MessageID, "row_") {
 			t.Fatalf("replayed %s with messageId %q", c.Tag, c.MessageID)
 		}
+	}
+}
+
+// Plan operations: a plan by its dialect's id, whole; an emptied list or
+// a stale write_todos list (seed 003) removes it.
+func TestPlanOps(t *testing.T) {
+	items := []plan.Item{{ID: "t1", Text: "Write the tests", Status: plan.InProgress}}
+	u, ok := planOp(plan.Changed{Dialect: "write_todos", Items: items}).(PlanOpUpdate)
+	if !ok || u.Plan.Type != "items" || u.Plan.PlanID != "write_todos" || len(u.Plan.Entries) != 1 || u.Plan.Entries[0].Status != "in_progress" {
+		t.Fatalf("plan_update %+v", u)
+	}
+	if r, ok := planOp(plan.Changed{Dialect: "write_todos"}).(PlanRemovedUpdate); !ok || r.PlanID != "write_todos" || r.Meta != nil {
+		t.Fatalf("emptied: %+v", r)
+	}
+	if r, ok := planOp(plan.Changed{Dialect: "write_todos", Items: items, Stale: true}).(PlanRemovedUpdate); !ok || r.Meta["stale"] != true {
+		t.Fatalf("stale: %+v", r)
 	}
 }

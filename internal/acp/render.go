@@ -621,8 +621,12 @@ func (e *entry) compaction(summary string, facts map[string]any, live bool) []Se
 }
 
 // planOp renders a plan change as a plan operation, the plan named by its
-// dialect; an emptied list removes it.
+// dialect; an emptied list, or a stale one, removes it.
 func planOp(c plan.Changed) SessionUpdate {
+	if c.Stale {
+		// As the legacy plan empties (planUpdate), the plan goes.
+		return PlanRemovedUpdate{PlanID: c.Dialect, Meta: Meta{"stale": true}}
+	}
 	if len(c.Items) == 0 {
 		return PlanRemovedUpdate{PlanID: c.Dialect}
 	}
