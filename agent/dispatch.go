@@ -24,6 +24,12 @@ type pending struct {
 	result session.ToolResult
 	notice string // tool.Result.Notice, recorded after the result
 	err    error  // infrastructure failure
+	// context is what guards add to the result; after the rows they
+	// record once the call ran.
+	context  []string
+	after    []session.Entry
+	stopTurn bool
+	turn     int64
 }
 
 // runTools dispatches a round's calls and reports a stop reason when the
@@ -39,7 +45,7 @@ func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Respon
 	var stop StopReason
 	allBookkeeping := true
 	for i, c := range calls {
-		p := &pending{call: c}
+		p := &pending{call: c, turn: ts.turn}
 		ps[i] = p
 		if len(c.Arguments) == 0 {
 			p.call.Arguments = json.RawMessage("{}")
@@ -84,8 +90,24 @@ func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Respon
 			}
 			p.call2 = tool.Call{ID: p.call.ID, Name: p.spec.Name, Arguments: p.call.Arguments,
 				SessionID: e.opts.SessionID, Cwd: e.opts.Cwd}
+			g, err := e.guard(ctx, ts, p)
+			if err != nil {
+				return StopFailed, err
+			}
+			if g.StopTurn {
+				stop = StopHook
+			}
+			if g.Refuse != "" {
+				p.result = refused(p, g.Refuse)
+				break
+			}
 			if e.opts.Gate != nil {
-				v := e.opts.Gate.Check(ctx, p.tool, p.call2)
+				var v tool.Verdict
+				if g.Ask {
+					v = e.opts.Gate.Confirm(ctx, p.tool, p.call2, g.AskReason)
+				} else {
+					v = e.opts.Gate.Check(ctx, p.tool, p.call2)
+				}
 				if !v.Allowed {
 					p.result = refused(p, v.Reason)
 					if ctx.Err() != nil {
@@ -127,7 +149,53 @@ func (e *Engine) runTools(ctx context.Context, ts *turnState, resp *model.Respon
 	case stop == StopMaxToolCalls:
 		e.notice(ctx, ts.turn, session.Notice{Severity: session.SeverityWarning, Title: fmt.Sprintf("Turn stopped after %d tool calls (the limit)", e.opts.MaxToolCalls)})
 	}
+	if stop == "" {
+		for _, p := range ps {
+			if p.stopTurn {
+				stop = StopHook
+			}
+		}
+	}
 	return stop, nil
+}
+
+// guard asks the guards about a call in turn: the first refusal decides;
+// updated arguments replace the call's and are validated again; every
+// guard's rows are stored before the call's result.
+func (e *Engine) guard(ctx context.Context, ts *turnState, p *pending) (ToolVerdict, error) {
+	var out ToolVerdict
+	for _, g := range e.opts.Guards {
+		v := g.BeforeTool(ctx, ToolInfo{Turn: ts.turn, Call: p.call2, Spec: p.spec})
+		if len(v.Entries) > 0 {
+			if _, err := e.appendRows(ctx, ts.turn, v.Entries...); err != nil {
+				return out, err
+			}
+			e.emitRecorded(v.Entries)
+		}
+		if v.Context != "" {
+			p.context = append(p.context, v.Context)
+		}
+		out.StopTurn = out.StopTurn || v.StopTurn
+		if v.Ask {
+			out.Ask, out.AskReason = true, v.AskReason
+		}
+		if v.Refuse != "" {
+			out.Refuse = v.Refuse
+			return out, nil
+		}
+		if v.StopTurn {
+			out.Refuse = "This call was not run: a hook stopped the turn."
+			return out, nil
+		}
+		if len(v.Arguments) > 0 {
+			if err := e.opts.Tools.Validate(p.spec.Name, v.Arguments); err != nil {
+				out.Refuse = fmt.Sprintf("%s was not run: a hook changed its arguments to ones its schema refuses: %v", p.spec.Name, err)
+				return out, nil
+			}
+			p.call.Arguments, p.call2.Arguments = v.Arguments, v.Arguments
+		}
+	}
+	return out, nil
 }
 
 // execute runs the calls that passed their checks: consecutive
@@ -147,6 +215,7 @@ func (e *Engine) execute(ctx context.Context, turn int64, ps []*pending) error {
 		var notices []session.Notice
 		for _, p := range ps[stored:upTo] {
 			entries = append(entries, p.result)
+			entries = append(entries, p.after...)
 			if p.notice != "" {
 				notices = append(notices, session.Notice{Severity: session.SeverityInfo, Title: p.notice})
 			}
@@ -161,6 +230,7 @@ func (e *Engine) execute(ctx context.Context, turn int64, ps []*pending) error {
 		}
 		for _, p := range ps[stored:upTo] {
 			e.emit(ToolCallFinished{CallID: p.call.ID, Result: p.result})
+			e.emitRecorded(p.after)
 		}
 		for _, n := range notices {
 			e.emit(Notice{Notice: n})
@@ -245,6 +315,19 @@ func (e *Engine) runOne(ctx context.Context, p *pending) {
 		p.result = session.ToolResult{CallID: c.ID, Name: c.Name, Status: status,
 			Content: res.Content, Change: res.Change, State: res.State, Usage: res.Usage}
 		p.notice = res.Notice
+	}
+	if ctx.Err() == nil && p.err == nil {
+		for _, g := range e.opts.Guards {
+			v := g.AfterTool(ctx, ToolInfo{Turn: p.turn, Call: c, Spec: p.spec}, p.result)
+			if v.Context != "" {
+				p.context = append(p.context, v.Context)
+			}
+			p.stopTurn = p.stopTurn || v.StopTurn
+			p.after = append(p.after, v.Entries...)
+		}
+	}
+	for _, t := range p.context {
+		p.result.Content = append(p.result.Content, model.Text{Text: t})
 	}
 }
 

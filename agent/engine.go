@@ -33,6 +33,11 @@ const (
 	StopMaxTurns     StopReason = "max_turn_requests"
 	StopMaxToolCalls StopReason = "max_tool_calls"
 	StopRepeat       StopReason = "repeated_call"
+	// StopPromptRefused: a prompt guard (a UserPromptSubmit hook) refused
+	// the turn's input.
+	StopPromptRefused StopReason = "prompt_refused"
+	// StopHook: a hook asked the turn to stop ("continue": false).
+	StopHook StopReason = "hook_stopped"
 )
 
 // Normal reports whether r is a successful end of a turn.
@@ -73,6 +78,10 @@ type Options struct {
 	// ToolRecorders are asked before every request for the rows that
 	// record a change of the tool set.
 	ToolRecorders []ToolRecorder
+	// Guards are asked before and after every call; PromptGuards before a
+	// turn's input is stored.
+	Guards       []ToolGuard
+	PromptGuards []PromptGuard
 
 	// MaxTurns bounds the model calls of one turn (default 100); rounds
 	// spent only on bookkeeping tools are refunded.
@@ -284,6 +293,19 @@ func (e *Engine) appendRows(ctx context.Context, turn int64, entries ...session.
 }
 
 // notice stores and emits a notice.
+// emitRecorded reports the plugin rows front doors show live: notices
+// and hook runs.
+func (e *Engine) emitRecorded(entries []session.Entry) {
+	for _, en := range entries {
+		switch en := en.(type) {
+		case session.Notice:
+			e.emit(Notice{Notice: en})
+		case session.HookRun:
+			e.emit(HookFinished{Run: en})
+		}
+	}
+}
+
 func (e *Engine) notice(ctx context.Context, turn int64, n session.Notice) {
 	if _, err := e.appendRows(ctx, turn, n); err != nil {
 		e.opts.Logger.Warn("store notice", "session_id", e.opts.SessionID, "err", err)

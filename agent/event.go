@@ -126,6 +126,10 @@ type TurnEnded struct{ Result Result }
 // change, so they satisfy Event without the engine knowing them.
 type PluginEvent struct{}
 
+// HookFinished reports a person's hook that ran (its row is stored).
+type HookFinished struct{ Run session.HookRun }
+
+func (HookFinished) isEvent()      {}
 func (TurnStarted) isEvent()       {}
 func (TextChunk) isEvent()         {}
 func (ThoughtChunk) isEvent()      {}

@@ -21,6 +21,7 @@ type turnState struct {
 	rounds    int    // model calls made
 	charged   int    // rounds counted against MaxTurns
 	toolCalls int
+	continued int // times interceptors kept the turn going
 	usage     model.Usage
 	reply     string
 	guard     repeatGuard
@@ -56,6 +57,21 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 	}
 	if err := e.prelude(ctx, ts.turn-1); err != nil {
 		return end(StopFailed, err)
+	}
+	for _, g := range e.opts.PromptGuards {
+		v := g.BeforePrompt(ctx, PromptInfo{Turn: ts.turn, Input: input})
+		if _, err := e.appendRows(ctx, ts.turn, v.Entries...); err != nil {
+			return end(StopFailed, err)
+		}
+		e.emitRecorded(v.Entries)
+		if v.Refuse != "" {
+			e.notice(ctx, ts.turn, session.Notice{Severity: session.SeverityWarning,
+				Title: "Prompt refused by a hook", Description: v.Refuse})
+			return end(StopPromptRefused, nil)
+		}
+		if v.Context != "" {
+			input.Expansion = append(append(model.Parts(nil), input.Expansion...), model.Text{Text: v.Context})
+		}
 	}
 	if _, err := e.appendRows(ctx, ts.turn, input); err != nil {
 		return end(StopFailed, err)
@@ -189,9 +205,19 @@ func (e *Engine) recordTools(ctx context.Context, ts *turnState) error {
 // beforeStop asks the interceptors in order; the first that continues the
 // turn, or ends it with a stop reason of its own, decides.
 func (e *Engine) beforeStop(ctx context.Context, ts *turnState) StopDecision {
-	info := StopInfo{Turn: ts.turn, Run: ts.run, Rounds: ts.rounds, ToolCalls: ts.toolCalls, Reply: ts.reply}
+	info := StopInfo{Turn: ts.turn, Run: ts.run, Rounds: ts.rounds, ToolCalls: ts.toolCalls, Reply: ts.reply, Continued: ts.continued}
 	for _, ic := range e.opts.Interceptors {
-		if d := ic.BeforeStop(ctx, info); d.Continue || d.Stop != "" || d.Notice != nil {
+		d := ic.BeforeStop(ctx, info)
+		if len(d.Entries) > 0 {
+			if _, err := e.appendRows(ctx, ts.turn, d.Entries...); err != nil {
+				e.opts.Logger.Warn("store interceptor rows", "session_id", e.opts.SessionID, "err", err)
+			}
+			e.emitRecorded(d.Entries)
+		}
+		if d.Continue || d.Stop != "" || d.Notice != nil {
+			if d.Continue {
+				ts.continued++
+			}
 			return d
 		}
 	}

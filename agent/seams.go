@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
@@ -67,6 +68,9 @@ type StopInfo struct {
 	ToolCalls int
 	// Reply is the text of the reply that would end the turn.
 	Reply string
+	// Continued is how many times interceptors kept this turn going so
+	// far: one cap on nudges holds whichever plugin nudges.
+	Continued int
 }
 
 // StopDecision is an interceptor's answer. The zero value lets the turn
@@ -80,6 +84,81 @@ type StopDecision struct {
 	// Stop, when ending, overrides the turn's stop reason (such as
 	// todo_incomplete); Notice is then stored and shown as well.
 	Stop StopReason
+	// Entries are stored before Notice whatever the decision (a hook's
+	// run); an interceptor that returns only entries does not decide.
+	Entries []session.Entry
+}
+
+// ToolGuard is asked about every call that passed the engine's own checks
+// (known tool, valid arguments, repeat guard), before the permission gate,
+// and again once the call ran: people's hooks. It is called from the
+// turn's goroutine before a call, and from the call's own (parallel-safe
+// calls run together) after it.
+type ToolGuard interface {
+	BeforeTool(ctx context.Context, info ToolInfo) ToolVerdict
+	AfterTool(ctx context.Context, info ToolInfo, result session.ToolResult) AfterVerdict
+}
+
+// ToolInfo is the call a guard is asked about.
+type ToolInfo struct {
+	Turn int64
+	Call tool.Call
+	Spec tool.Spec
+}
+
+// ToolVerdict is a guard's answer before a call. The zero value lets it
+// go on to the permission gate as it is.
+type ToolVerdict struct {
+	// Refuse, when set, refuses the call: it is the call's result.
+	Refuse string
+	// Arguments replace the call's, validated again against its schema.
+	Arguments json.RawMessage
+	// Ask puts the call to a person even when the session's level allows
+	// it (the gate's Confirm), with AskReason; without approvals it is
+	// refused. It never lets a call run the level refuses.
+	Ask       bool
+	AskReason string
+	// Context is added to the call's result for the model.
+	Context string
+	// StopTurn refuses the call and ends the turn once the round's results
+	// are stored, with Notice shown.
+	StopTurn bool
+	// Entries are stored before the call's result (a hook's run).
+	Entries []session.Entry
+}
+
+// AfterVerdict is a guard's answer after a call.
+type AfterVerdict struct {
+	// Context is added to the call's result for the model.
+	Context string
+	// StopTurn ends the turn once the round's results are stored.
+	StopTurn bool
+	// Entries are stored right after the call's result.
+	Entries []session.Entry
+}
+
+// PromptGuard is asked about a turn's input before it is stored: a
+// person's UserPromptSubmit hooks.
+type PromptGuard interface {
+	BeforePrompt(ctx context.Context, info PromptInfo) PromptVerdict
+}
+
+// PromptInfo is the input a prompt guard is asked about.
+type PromptInfo struct {
+	Turn  int64
+	Input session.UserMessage
+}
+
+// PromptVerdict is a prompt guard's answer. The zero value stores the
+// input as it is.
+type PromptVerdict struct {
+	// Refuse, when set, refuses the input: it is not stored, Entries and a
+	// notice saying Refuse are, and the turn ends with StopPromptRefused.
+	Refuse string
+	// Context is added to the input for the model (its Expansion).
+	Context string
+	// Entries are stored before the input.
+	Entries []session.Entry
 }
 
 // CompactionContributor adds verbatim text to a compaction summary, such
@@ -107,6 +186,8 @@ type Extension struct {
 	Interceptors []StopInterceptor
 	Compactors   []CompactionContributor
 	Folds        []session.Fold
+	Guards       []ToolGuard
+	PromptGuards []PromptGuard
 }
 
 // EventFold is a session.Fold that reports its changes: after live rows are

@@ -76,6 +76,9 @@ var allowed = map[string][]string{
 	"plan/writetodos":   {"plan", "agent", "tool", "session", "model", "permission"},
 	"internal/subagent": {"agent", "tool", "session", "model", "permission", "internal/skills"},
 	"internal/memory":   {"agent", "tool", "session", "model", "permission"},
+	// People's hooks in Claude Code's format, on the engine's seams; they
+	// run commands (confined when asked) and speak events' payloads.
+	"internal/hooks": {"agent", "tool", "session", "model", "permission", "internal/sandbox", "internal/events"},
 	// L4
 	// host satisfies subagent.Spawner, so it knows the interface's types.
 	"internal/host": {"agent", "plan", "session", "tool", "permission", "model", "internal/task",

@@ -20,8 +20,8 @@ type Row struct {
 }
 
 // Entry is the payload of a row. The variants are UserMessage,
-// AssistantMessage, ToolResult, Notice, Compaction, SystemPrompt and
-// ToolSet.
+// AssistantMessage, ToolResult, Notice, Compaction, SystemPrompt, ToolSet
+// and HookRun.
 type Entry interface{ Kind() string }
 
 // User message sources.
@@ -136,6 +136,33 @@ type Notice struct {
 	Description string `json:"description,omitempty"`
 }
 
+// HookRun records one run of a person's hook (a command configured in
+// Claude Code's format): when it ran, what it was, how it ended and what
+// it decided, so that resume, fork and every front door show the same.
+type HookRun struct {
+	// Event is the hook event (PreToolUse, Stop, ...); Matcher the entry's
+	// matcher as written; Tool the tool name it matched, for tool events.
+	Event   string `json:"event"`
+	Matcher string `json:"matcher,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	CallID  string `json:"call_id,omitempty"`
+	// Source is the settings file the hook came from.
+	Source  string `json:"source"`
+	Command string `json:"command"`
+	// Exit is the exit status, -1 when the hook did not exit by itself.
+	Exit int `json:"exit"`
+	// Decision is what the run decided: "block", "deny", "ask", "allow",
+	// "stop", "error", or "" for none.
+	Decision   string `json:"decision,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	// Output is the run's stdout and stderr, bounded.
+	Stdout    string `json:"stdout,omitempty"`
+	Stderr    string `json:"stderr,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Confined  bool   `json:"confined,omitempty"`
+}
+
 // Compaction replaces the rows before KeptFrom with Summary when the
 // conversation is sent to the model, and records every fold's state at
 // this point.
@@ -179,6 +206,7 @@ func (Notice) Kind() string           { return "notice" }
 func (Compaction) Kind() string       { return "compaction" }
 func (SystemPrompt) Kind() string     { return "system_prompt" }
 func (ToolSet) Kind() string          { return "tool_set" }
+func (HookRun) Kind() string          { return "hook" }
 
 // EncodeEntry returns an entry's kind and JSON payload, as stores keep them.
 func EncodeEntry(e Entry) (kind string, payload []byte, err error) {
@@ -215,6 +243,9 @@ func DecodeEntry(kind string, payload []byte) (Entry, error) {
 	case "tool_set":
 		var v ToolSet
 		err, e = json.Unmarshal(payload, &v), &v
+	case "hook":
+		var v HookRun
+		err, e = json.Unmarshal(payload, &v), &v
 	default:
 		return nil, fmt.Errorf("decode row: unknown kind %q", kind)
 	}
@@ -241,6 +272,8 @@ func deref(e Entry) Entry {
 	case *SystemPrompt:
 		return *v
 	case *ToolSet:
+		return *v
+	case *HookRun:
 		return *v
 	}
 	return e

@@ -109,6 +109,31 @@ func (g *Gate) Check(ctx context.Context, t Tool, call Call) Verdict {
 	return Verdict{Reason: fmt.Sprintf("%s was refused: the user denied this call.", name)}
 }
 
+// Confirm is Check for a call someone asked to have put to a person (a
+// hook's "ask"): a call the level allows is asked anyway, with reason in
+// its title; without approvals it is refused. A call the level refuses is
+// refused or asked as Check does. No answer is remembered.
+func (g *Gate) Confirm(ctx context.Context, t Tool, call Call, reason string) Verdict {
+	v := g.Check(ctx, t, call)
+	if !v.Allowed {
+		return v
+	}
+	name := t.Spec().Name
+	if g.Approvals == nil || !g.Approvals() {
+		return Verdict{Reason: fmt.Sprintf("%s was refused: a hook asked for a person's approval (%s), and approvals are off in this session.", name, reason)}
+	}
+	title := Title(t, call.Arguments)
+	if reason != "" {
+		title += " (a hook asks: " + reason + ")"
+	}
+	d := g.ask(ctx, permission.Request{SessionID: call.SessionID, CallID: call.ID, Tool: name,
+		Title: title, Arguments: call.Arguments, Needs: g.Needs(t), Has: v.Level})
+	if d.Allowed() {
+		return v
+	}
+	return Verdict{Reason: fmt.Sprintf("%s was refused: the user denied this call.", name)}
+}
+
 func (g *Gate) ask(ctx context.Context, req permission.Request) permission.Decision {
 	if g.Asker == nil {
 		return permission.Deny

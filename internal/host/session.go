@@ -178,6 +178,8 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock, a
 		opts.Interceptors = append(opts.Interceptors, x.Interceptors...)
 		opts.Compactors = append(opts.Compactors, x.Compactors...)
 		opts.Folds = append(opts.Folds, x.Folds...)
+		opts.Guards = append(opts.Guards, x.Guards...)
+		opts.PromptGuards = append(opts.PromptGuards, x.PromptGuards...)
 	}
 	opts.Compactors = append(opts.Compactors, &s.loaded)
 	if record != nil {

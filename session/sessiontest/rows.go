@@ -86,6 +86,9 @@ func everyVariant() []session.Row {
 			Name: "mcp__s__find", Description: "Find <things> & more", Server: "s", Remote: "find", ReadOnly: true,
 			Schema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"\u003cq\u003e"}},"required":["q"]}`),
 		}}, Removed: []string{"mcp__s__gone"}}},
+		{Turn: 3, Entry: session.HookRun{Event: "PreToolUse", Matcher: "Bash", Tool: "Bash", CallID: "c1",
+			Source: "/w/.claude/settings.json", Command: "./guard.sh", Exit: 2, Decision: "block",
+			Reason: "no rm", DurationMS: 12, Stderr: "no rm\n", Truncated: true, Confined: true}},
 	}
 }
 
