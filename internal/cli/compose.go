@@ -171,10 +171,11 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 	notices := &mcpNotices{}
 	servers := g.newMCP(cfg, log, notices)
 	h, err := host.New(host.Options{
-		Store:         db.Sessions(),
-		Profiles:      func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
-		Tools:         builtinTools(cfg, g.mekaState(dataDir), masked, shared, dataDir),
-		Extensions:    append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents), memoryExtension(db))...),
+		Store:    db.Sessions(),
+		Profiles: func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
+		Tools:    builtinTools(cfg, g.mekaState(dataDir), masked, shared, dataDir),
+		Extensions: append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents), memoryExtension(db),
+			g.hooksExtension(cfg, dataDir, g.mekaState(dataDir), masked, shared))...),
 		Definitions:   definitions(agents),
 		Deny:          cfg.Tools.Deny,
 		Permissions:   perms,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/events"
@@ -34,6 +35,10 @@ type Options struct {
 	Subagent bool
 	// AgentType names a sub-agent's kind on SubagentStop's stdin.
 	AgentType string
+	// Pending are rows to store with the session's first prompt: the
+	// notice listing an untrusted workspace's hooks, a settings file that
+	// could not be read.
+	Pending []session.Entry
 }
 
 // Hooks runs a session's hooks at the engine's seams: a tool guard
@@ -41,7 +46,8 @@ type Options struct {
 // interceptor (Stop, SubagentStop). Fire runs the events the host raises
 // itself (SessionStart, SessionEnd, PreCompact, Notification).
 type Hooks struct {
-	opts Options
+	opts    Options
+	pending atomic.Pointer[[]session.Entry]
 }
 
 var (
@@ -55,7 +61,11 @@ func New(opts Options) *Hooks {
 	if opts.MaxNudges <= 0 {
 		opts.MaxNudges = DefaultMaxNudges
 	}
-	return &Hooks{opts: opts}
+	h := &Hooks{opts: opts}
+	if len(opts.Pending) > 0 {
+		h.pending.Store(&opts.Pending)
+	}
+	return h
 }
 
 // Extension returns what the hooks add to an engine: only the seams some
@@ -66,7 +76,7 @@ func (h *Hooks) Extension() agent.Extension {
 	if s.Has(PreToolUse) || s.Has(PostToolUse) {
 		x.Guards = append(x.Guards, h)
 	}
-	if s.Has(UserPromptSubmit) {
+	if s.Has(UserPromptSubmit) || len(h.opts.Pending) > 0 {
 		x.PromptGuards = append(x.PromptGuards, h)
 	}
 	if s.Has(h.stopEvent()) {
@@ -174,8 +184,12 @@ func (h *Hooks) AfterTool(ctx context.Context, info agent.ToolInfo, result sessi
 
 // BeforePrompt runs the UserPromptSubmit hooks.
 func (h *Hooks) BeforePrompt(ctx context.Context, info agent.PromptInfo) agent.PromptVerdict {
+	var pending []session.Entry
+	if p := h.pending.Swap(nil); p != nil {
+		pending = *p
+	}
 	d := h.Fire(ctx, UserPromptSubmit, "", "", map[string]any{"prompt": text(info.Input.Parts)})
-	v := agent.PromptVerdict{Entries: d.Entries(), Context: strings.Join(d.Context, "\n")}
+	v := agent.PromptVerdict{Entries: append(pending, d.Entries()...), Context: strings.Join(d.Context, "\n")}
 	switch {
 	case d.Stop:
 		v.Refuse = d.StopReason
