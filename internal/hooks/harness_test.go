@@ -62,7 +62,9 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // settings writes the workspace's .claude/settings.json.
-func (h *harness) settings(content string) { writeFile(h.t, filepath.Join(h.dir, ".claude", "settings.json"), content) }
+func (h *harness) settings(content string) {
+	writeFile(h.t, filepath.Join(h.dir, ".claude", "settings.json"), content)
+}
 
 // script writes an executable hook script into the workspace's
 // .claude/hooks and returns its path.

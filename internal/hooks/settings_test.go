@@ -154,7 +154,9 @@ func TestBadSettings(t *testing.T) {
 // is reported and the others still load.
 func TestDiscoverMerges(t *testing.T) {
 	home, ws := t.TempDir(), t.TempDir()
-	one := func(cmd string) string { return `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"` + cmd + `"}]}]}}` }
+	one := func(cmd string) string {
+		return `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"` + cmd + `"}]}]}}`
+	}
 	writeFile(t, filepath.Join(home, ".claude", "settings.json"), one("home"))
 	writeFile(t, filepath.Join(ws, ".claude", "settings.json"), one("project"))
 	writeFile(t, filepath.Join(ws, ".claude", "settings.local.json"), one("local"))
