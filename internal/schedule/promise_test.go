@@ -198,3 +198,60 @@ func TestUndeliveredTurnKeepsItsClaim(t *testing.T) {
 		t.Errorf("not logged:\n%s", e.log)
 	}
 }
+
+// What a gate printed reaches the turn whole when it fits: stdout of
+// exactly MaxTurnOutput bytes is not marked cut, stderr alone is shown, no
+// stderr adds no stderr section, and stderr is cut to what stdout left.
+func TestGateOutputEdges(t *testing.T) {
+	e := newEnv(t, nil)
+	sid := e.session(permission.Unrestricted)
+	turnOf := func(name, content, command string) string {
+		t.Helper()
+		e.write(name, content)
+		j := e.gated(sid, `{"check":{"command":"`+command+`"},"when":"succeeded"}`)
+		fired, turn := e.step(j.ID)
+		if !fired {
+			t.Fatalf("%s: the gate did not fire\n%s", command, e.log)
+		}
+		return turn
+	}
+
+	exact := strings.Repeat("x", schedule.MaxTurnOutput)
+	if turn := turnOf("exact", exact, "cat exact"); !strings.HasSuffix(turn, exact) || strings.Contains(turn, "cut:") || strings.Contains(turn, "stderr:") {
+		t.Errorf("stdout of exactly %d bytes: tail %q", schedule.MaxTurnOutput, turn[len(turn)-100:])
+	}
+	if turn := turnOf("small", "hi\n", "cat small"); !strings.HasSuffix(turn, "\n\nhi\n") {
+		t.Errorf("stdout only: tail %q", turn[max(0, len(turn)-100):])
+	}
+	if turn := turnOf("err", "only here\n", "cat err >&2"); !strings.HasSuffix(turn, "What the check returned, so you need not run it again:\n\n\n\nstderr:\nonly here\n") {
+		t.Errorf("stderr alone: tail %q", turn[max(0, len(turn)-150):])
+	}
+	turn := turnOf("lots", strings.Repeat("e", 3*schedule.MaxTurnOutput), "echo 0123456789; cat lots >&2")
+	_, stderr, _ := strings.Cut(turn, "stderr:\n")
+	if got := len(stderr) - len(strings.TrimLeft(stderr, "e")); got != schedule.MaxTurnOutput-11 {
+		t.Errorf("stdout of 11 bytes and stderr of %d: %d bytes of stderr reach the turn, want %d", 3*schedule.MaxTurnOutput, got, schedule.MaxTurnOutput-11)
+	}
+}
+
+// A one-shot a minute late or more is told so.
+func TestOneShotToldItIsLate(t *testing.T) {
+	for _, tc := range []struct {
+		late time.Duration
+		told bool
+	}{
+		{time.Minute, true},
+		{time.Minute - time.Second, false},
+	} {
+		e := newEnv(t, nil)
+		sid := e.session(permission.Read)
+		e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindOnce, NextAt: t0})
+		e.sweep(t0.Add(tc.late))
+		f := e.firer.take()
+		if len(f) != 1 {
+			t.Fatalf("%v late: %d turns", tc.late, len(f))
+		}
+		if told := strings.Contains(f[0].Text(), "It is 1m late"); told != tc.told {
+			t.Errorf("%v late: told %v, want %v:\n%s", tc.late, told, tc.told, f[0].Text())
+		}
+	}
+}
