@@ -173,6 +173,9 @@ Exit status:
 				}
 				return runOneshot(cmd.Context(), g, prompt, cont, resume)
 			}
+			if g.jsonEvents || cmd.Flags().Changed("input-format") {
+				return usageError("--json and --input-format are --oneshot's: meka --oneshot --json \"what to do\"")
+			}
 			return runInteractive(cmd.Context(), g, prompt, cont, resume)
 		},
 	}

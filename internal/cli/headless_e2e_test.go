@@ -192,6 +192,16 @@ func TestOneshotStdoutIsTheFinalReply(t *testing.T) {
 	}
 }
 
+// --json and --input-format without --oneshot are refused, not ignored.
+func TestJSONNeedsOneshot(t *testing.T) {
+	env := isolatedEnv(t, "OPENAI_API_KEY=k")
+	for _, args := range [][]string{{"--json", "hi"}, {"--input-format", "stream-json"}} {
+		if _, errOut, code := run(t, t.TempDir(), env, args...); code != 2 || !strings.Contains(errOut, "--oneshot's") {
+			t.Errorf("%v: code %d %q", args, code, errOut)
+		}
+	}
+}
+
 func runIn(t *testing.T, dir string, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), mekaBinary(t), args...)
