@@ -251,6 +251,7 @@ func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, e
 	return host.Profile{
 		Name: p.Name, Provider: prov, Model: p.Model,
 		ContextWindow: p.ContextWindow, MaxOutputTokens: p.MaxOutputTokens, MaxRequestBytes: p.MaxRequestBytes, Vision: p.Vision,
+		ReasoningEffort: p.ReasoningEffort,
 	}, nil
 }
 

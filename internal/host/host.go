@@ -41,6 +41,9 @@ type Profile struct {
 	// DefaultMaxRequestBytes (RequestLimit).
 	MaxRequestBytes int
 	Vision          bool
+	// ReasoningEffort is the profile's reasoning_effort, for /status; the
+	// provider already has it.
+	ReasoningEffort string
 }
 
 // DefaultMaxRequestBytes bounds a prompt when the profile sets no bound: a

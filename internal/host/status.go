@@ -59,7 +59,11 @@ func (s *Session) Status() string {
 	if rl := hs.Engine().RateLimit(); rl != nil && rl.String() != "" {
 		fmt.Fprintf(&b, "Rate limits: %s\n", rl)
 	}
-	fmt.Fprintf(&b, "Effort: the profile's default\n")
+	if prof.ReasoningEffort != "" {
+		fmt.Fprintf(&b, "Effort: %s\n", prof.ReasoningEffort)
+	} else {
+		fmt.Fprintf(&b, "Effort: the provider's default\n")
+	}
 	fmt.Fprintf(&b, "Thinking: as the model streams it\n")
 	fmt.Fprintf(&b, "Compactions: %d\n", compactions)
 	if files := hs.Instructions(); len(files) > 0 {
