@@ -150,3 +150,37 @@ func TestWrappedFileReadAsksForWhatItsCallNeeds(t *testing.T) {
 		t.Fatalf("result %+v", tr)
 	}
 }
+
+// Deleting a session takes its sub-agents with it, at every depth: their
+// rows and their directories.
+func TestDeleteTakesTheSubAgents(t *testing.T) {
+	f := newFixture(t, `[]`)
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Spawn(t.Context(), host.ChildOptions{Title: "child"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Spawn(t.Context(), host.ChildOptions{Title: "grandchild"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{s.ID(), c.ID(), g.ID()}
+	if err := h.CloseSession(t.Context(), s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Delete(t.Context(), s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := f.db.Sessions().Get(t.Context(), id); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("session %s: %v", id, err)
+		}
+		if _, err := os.Stat(filepath.Join(f.opts.DataDir, "sessions", id)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the directory of %s is still there: %v", id, err)
+		}
+	}
+}

@@ -534,17 +534,21 @@ func (h *Host) Delete(ctx context.Context, id string) error {
 	}
 	// The store drops the lock with the row; releasing it after is moot.
 	defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
+	// The session and its sub-agents at every depth, whose rows the store
+	// deletes with it, each have a directory.
 	dirs := []string{meta.ID}
-	for cursor := ""; ; {
-		page, err := h.opts.Store.List(ctx, session.ListOptions{Parent: meta.ID, Cursor: cursor, Limit: 200})
-		if err != nil {
-			return fmt.Errorf("delete session %s: list its sub-agents: %w", meta.ID, err)
-		}
-		for _, c := range page.Sessions {
-			dirs = append(dirs, c.ID)
-		}
-		if cursor = page.Next; cursor == "" {
-			break
+	for i := 0; i < len(dirs); i++ {
+		for cursor := ""; ; {
+			page, err := h.opts.Store.List(ctx, session.ListOptions{Parent: dirs[i], Cursor: cursor, Limit: 200})
+			if err != nil {
+				return fmt.Errorf("delete session %s: list its sub-agents: %w", meta.ID, err)
+			}
+			for _, c := range page.Sessions {
+				dirs = append(dirs, c.ID)
+			}
+			if cursor = page.Next; cursor == "" {
+				break
+			}
 		}
 	}
 	if err := h.opts.Store.Delete(ctx, meta.ID); err != nil {
