@@ -45,11 +45,16 @@ func TestLeaseRenewedWhileTurnRuns(t *testing.T) {
 		j := e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindOnce, NextAt: t0})
 		var seen []time.Time
 		e.firer.fire = func(ctx context.Context, _ string, _ schedule.Firing) (bool, error) {
-			// The turn outlasts three leases; it ends once three renewals came.
+			// The turn outlasts three leases; it ends once three renewals
+			// came, a third of the lease apart on the bubble's clock.
+			start := time.Now()
 			for len(seen) < 3 {
 				select {
 				case u := <-spy.renewed:
 					seen = append(seen, u)
+					if got, want := time.Since(start), time.Duration(len(seen))*10*time.Millisecond; got != want {
+						t.Errorf("renewal %d after %v, want %v", len(seen), got, want)
+					}
 				case <-ctx.Done():
 					return false, ctx.Err()
 				}
