@@ -7,7 +7,9 @@
 // sent (in the transaction of the log rows that caused it, where there
 // are any), so a client resumes with Last-Event-ID after a dropped
 // connection or a restart of the server and misses nothing. Deltas
-// (message text, tool output) are ephemeral frames without ids.
+// (message text, tool output) are ephemeral frames without ids. Event
+// names and payloads are internal/events' (docs/events.schema.json),
+// shared with `meka --oneshot --json` and export.
 //
 // It must not import another front door, a store driver or a provider.
 package httpapi
