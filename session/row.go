@@ -163,6 +163,30 @@ type HookRun struct {
 	Confined  bool   `json:"confined,omitempty"`
 }
 
+// Notice is how front doors show a hook run between messages: one line
+// saying what ran, on what, how it ended and why.
+func (h HookRun) Notice() Notice {
+	var b strings.Builder
+	b.WriteString("Hook " + h.Event)
+	if h.Tool != "" {
+		b.WriteString(" (" + h.Tool + ")")
+	}
+	b.WriteString(": " + h.Command)
+	switch h.Decision {
+	case "":
+		fmt.Fprintf(&b, " ran (exit %d, %d ms)", h.Exit, h.DurationMS)
+	case "error":
+		b.WriteString(" failed: " + h.Reason)
+	default:
+		fmt.Fprintf(&b, " decided %s (exit %d, %d ms)", h.Decision, h.Exit, h.DurationMS)
+	}
+	n := Notice{Severity: SeverityInfo, Title: b.String(), Description: h.Reason}
+	if h.Decision == "error" {
+		n.Severity, n.Description = SeverityWarning, ""
+	}
+	return n
+}
+
 // Compaction replaces the rows before KeptFrom with Summary when the
 // conversation is sent to the model, and records every fold's state at
 // this point.

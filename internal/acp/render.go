@@ -75,6 +75,8 @@ func (e *entry) onEvent(ev agent.Event) {
 		}
 	case agent.Notice:
 		send(e.notice(ev.Notice))
+	case agent.HookFinished:
+		send(e.notice(ev.Run.Notice()))
 	case agent.Usage:
 		// A provider round ended: its reply was one message.
 		e.endMessage()

@@ -99,6 +99,8 @@ func (e *entry) replayUpdates(rows []session.Row) []SessionUpdate {
 			out = append(out, u)
 		case session.Notice:
 			out = append(out, e.notice(en))
+		case session.HookRun:
+			out = append(out, e.notice(en.Notice()))
 		case session.Compaction:
 			for _, u := range e.compaction(en.Summary, recordedFacts(en), false) {
 				out = append(out, u)

@@ -35,6 +35,8 @@ const (
 	PlanUpdated      = "plan.updated"
 	Notice           = "notice"
 	ContextCompacted = "context.compacted"
+	// HookFinished is one run of a person's hook (a session.HookRun row).
+	HookFinished = "hook.finished"
 
 	TurnStarted   = "turn.started"
 	TurnCompleted = "turn.completed"

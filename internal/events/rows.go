@@ -50,11 +50,33 @@ func FromRows(sessionID string, rows []session.Row) []Entry {
 			}
 		case session.Notice:
 			add(r, Notice, map[string]any{"severity": e.Severity, "title": e.Title, "text": e.Description})
+		case session.HookRun:
+			add(r, HookFinished, HookData(e))
 		case session.Compaction:
 			add(r, ContextCompacted, map[string]any{"status": "completed", "kept_from_row": e.KeptFrom})
 		}
 	}
 	return out
+}
+
+// HookData is hook.finished's payload: one hook run as its row records it.
+func HookData(h session.HookRun) map[string]any {
+	d := map[string]any{"event": h.Event, "source": h.Source, "command": h.Command, "exit": h.Exit,
+		"decision": h.Decision, "duration_ms": h.DurationMS, "stdout": h.Stdout, "stderr": h.Stderr,
+		"truncated": h.Truncated, "confined": h.Confined}
+	if h.Matcher != "" {
+		d["matcher"] = h.Matcher
+	}
+	if h.Tool != "" {
+		d["tool"] = h.Tool
+	}
+	if h.CallID != "" {
+		d["call_id"] = h.CallID
+	}
+	if h.Reason != "" {
+		d["reason"] = h.Reason
+	}
+	return d
 }
 
 // planEvent is the checklist.updated or plan.updated an accepted plan

@@ -69,6 +69,8 @@ func TestEventsMatchTheSchema(t *testing.T) {
 		{Seq: 4, Turn: 1, Entry: session.ToolResult{CallID: "c2", Name: "shell", Status: session.StatusRefused, Content: model.Parts{model.Text{Text: "no"}}}},
 		{Seq: 5, Turn: 1, Entry: session.Notice{Severity: session.SeverityWarning, Title: "nudge", Description: "open items"}},
 		{Seq: 6, Turn: 2, Entry: session.Compaction{Summary: "s", KeptFrom: 5}},
+		{Seq: 7, Turn: 2, Entry: session.HookRun{Event: "PreToolUse", Matcher: "Bash", Tool: "Bash", CallID: "c3",
+			Source: "/w/.claude/settings.json", Command: "./guard.sh", Exit: 2, Decision: "block", Reason: "no", DurationMS: 3, Stderr: "no\n"}},
 	}
 	seen := map[string]bool{}
 	for i, e := range events.FromRows("s1", rows) {
@@ -76,7 +78,7 @@ func TestEventsMatchTheSchema(t *testing.T) {
 		b, _ := json.Marshal(events.Event{ID: int64(i + 1), Entry: e, Time: now}.Frame())
 		validate(t, s, b)
 	}
-	for _, typ := range []string{"message.created", "tool.started", "tool.finished", "checklist.updated", "notice", "context.compacted"} {
+	for _, typ := range []string{"message.created", "tool.started", "tool.finished", "checklist.updated", "notice", "context.compacted", "hook.finished"} {
 		if !seen[typ] {
 			t.Errorf("no %s from the rows", typ)
 		}
@@ -106,6 +108,7 @@ func TestEventsMatchTheSchema(t *testing.T) {
 	// turn.failed without its problem.
 	for _, bad := range []string{
 		`{"id":"1","type":"tool.finished","timestamp":"2026-01-02T03:04:05Z","session_id":"s","data":{"call_id":"c","tool":"t","result":"","truncated":false}}`,
+		`{"id":"1","type":"hook.finished","timestamp":"2026-01-02T03:04:05Z","session_id":"s","data":{"event":"Stop","source":"f","command":"c","decision":"","duration_ms":1,"stdout":"","stderr":"","truncated":false,"confined":false}}`,
 		`{"type":"turn.failed","timestamp":"2026-01-02T03:04:05Z","session_id":"s","data":{"turn_id":"t","session_id":"s","source":"client","status":"failed","started_at":"2026-01-02T03:04:05Z"}}`,
 		`{"type":"session.started","timestamp":"2026-01-02T03:04:05Z","data":{"cwd":"/w","resumed":false,"schema_version":"1"}}`,
 	} {

@@ -168,6 +168,9 @@ func (r *renderer) event(ev agent.Event) {
 		if ev.Result.Status != session.StatusOK {
 			fmt.Fprintf(r.err, "  %s %s: %s\n", ev.Result.Name, ev.Result.Status, firstLine(model.Message{Parts: ev.Result.Content}.Text()))
 		}
+	case agent.HookFinished:
+		r.breakLine()
+		fmt.Fprintln(r.err, "meka: "+ev.Run.Notice().Title)
 	case agent.Notice:
 		r.breakLine()
 		n := ev.Notice

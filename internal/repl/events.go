@@ -71,6 +71,9 @@ func (m *screen) event(ev agent.Event) tea.Cmd {
 		m.endReply()
 		m.snapshotPlan()
 		m.commit(direction(m.st, ev.Notice, m.width)...)
+	case agent.HookFinished:
+		m.endReply()
+		m.commit(direction(m.st, ev.Run.Notice(), m.width)...)
 	case agent.Usage:
 		m.turnCost = ev.Turn.Cost
 		if ev.Window > 0 {

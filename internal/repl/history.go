@@ -57,6 +57,8 @@ func History(w io.Writer, rows []session.Row, n, width int, color bool) {
 			out = append(out, c.finished(st, width)...)
 		case session.Notice:
 			out = append(out, direction(st, en, width)...)
+		case session.HookRun:
+			out = append(out, direction(st, en.Notice(), width)...)
 		case session.Compaction:
 			out = append(out, direction(st, session.Notice{Title: fmt.Sprintf("Compacted: the turns before turn %d are summarized for the model", en.KeptFrom)}, width)...)
 		}

@@ -246,6 +246,8 @@ func (p *plainPrinter) event(ev agent.Event) {
 		out = c.finished(st, plainWidth)
 	case agent.Notice:
 		out = direction(st, ev.Notice, plainWidth)
+	case agent.HookFinished:
+		out = direction(st, ev.Run.Notice(), plainWidth)
 	case agent.Compacted:
 		out = []string{fmt.Sprintf("(Compacted: the turns before turn %d are summarized for the model)", ev.KeptFrom)}
 	case agent.CompactionFailed:

@@ -1,0 +1,104 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"meka.dev/meka/model/modeltest"
+	"meka.dev/meka/model/script"
+)
+
+// A workspace's .claude/settings.json hooks run only once `meka trust`
+// trusts it: before, a notice lists them; after, a PreToolUse guard that
+// exits 2 refuses the call and the run is a row of the session. Hooks in
+// ~/.claude/settings.json run without trust.
+func TestHooksTrustEndToEnd(t *testing.T) {
+	work := t.TempDir()
+	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test")
+	home := strings.TrimPrefix(env[0], "HOME=")
+	writeHookFile(t, filepath.Join(work, ".claude", "hooks", "guard.sh"), `#!/bin/sh
+cat > "$CLAUDE_PROJECT_DIR/guard-stdin.json"
+echo "no shell here" >&2
+exit 2
+`)
+	writeHookFile(t, filepath.Join(work, ".claude", "settings.json"), `{
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/guard.sh"}]}
+    ]
+  }
+}`)
+	writeHookFile(t, filepath.Join(home, ".claude", "settings.json"), `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"touch \"$MEKA_PROJECT_DIR/stopped\""}]}]}}`)
+
+	turn := func() (string, string, int, *modeltest.Server) {
+		s, err := script.Parse([]byte(`{"rounds":[
+			{"tool_calls":[{"id":"c1","name":"shell_execute","arguments":{"command":"echo hi"}}]},
+			{"text":"done."}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := modeltest.NewServer(t, s)
+		out, errOut, code := run(t, work, append(env, "OPENAI_BASE_URL="+srv.URL+"/v1"), "--oneshot", "--permission", "unrestricted", "go")
+		return out, errOut, code, srv
+	}
+
+	_, errOut, code, _ := turn()
+	if code != 0 || !strings.Contains(errOut, "not trusted") || !strings.Contains(errOut, "guard.sh") {
+		t.Fatalf("untrusted: code %d stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(work, "guard-stdin.json")); err == nil {
+		t.Fatal("an untrusted workspace's hook ran")
+	}
+	if _, err := os.Stat(filepath.Join(work, "stopped")); err != nil {
+		t.Fatalf("the home settings' Stop hook did not run: %v (stderr %q)", err, errOut)
+	}
+
+	out, errOut, code := run(t, work, env, "trust", work)
+	if code != 0 || !strings.Contains(out, "trusted") {
+		t.Fatalf("trust: code %d %q %q", code, out, errOut)
+	}
+	list, _, _ := run(t, work, env, "trust", "--list")
+	if real, _ := filepath.EvalSymlinks(work); strings.TrimSpace(list) != real {
+		t.Fatalf("trust --list = %q", list)
+	}
+
+	_, errOut, code, srv := turn()
+	if code != 0 {
+		t.Fatalf("trusted: code %d stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(work, "guard-stdin.json")); err != nil {
+		t.Fatalf("the trusted workspace's hook did not run: stderr %q", errOut)
+	}
+	if reqs := srv.Requests(); len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "no shell here") {
+		t.Fatalf("the model was not told the hook's reason")
+	}
+	if !strings.Contains(errOut, "Hook PreToolUse (Bash)") {
+		t.Errorf("stderr does not show the hook run: %q", errOut)
+	}
+
+	lines, _, _ := run(t, work, env, "sessions", "list")
+	id := strings.Fields(strings.Split(lines, "\n")[1])[0]
+	js, _, _ := run(t, work, env, "sessions", "show", "--json", id)
+	if !strings.Contains(js, `"kind":"hook"`) || !strings.Contains(js, `"decision":"block"`) {
+		t.Fatalf("no hook row in the session: %s", js)
+	}
+
+	if out, _, code := run(t, work, env, "trust", "--revoke", work); code != 0 || !strings.Contains(out, "no longer trusted") {
+		t.Fatalf("revoke: %d %q", code, out)
+	}
+	if list, _, _ := run(t, work, env, "trust", "--list"); strings.TrimSpace(list) != "" {
+		t.Fatalf("after revoke: %q", list)
+	}
+}
+
+func writeHookFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
