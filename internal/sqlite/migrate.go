@@ -69,6 +69,7 @@ ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT '';`},
 	{7, "webhook outbox", outboxSchema},        // outbox.go
 	{8, "projects and memories", memorySchema}, // memory.go
 	{9, "spend", spendSchema},                  // spend.go
+	{10, "spend covering", spendCovering},      // spend.go
 }
 
 // SchemaVersion is the version Open migrates a database to.

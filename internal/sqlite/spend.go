@@ -8,12 +8,27 @@ import (
 	"meka.dev/meka/internal/storerec"
 )
 
-// spendSchema indexes the usage of assistant rows by time, the usage
-// itself among the index's columns, so a spend query reads the index and
-// never the rows' JSON. The expressions are spendColumns' to the byte:
-// SQLite uses an indexed expression only where the query spells it alike.
+// spendSchema was the first spend index; spendCovering replaces it.
 const spendSchema = `
 CREATE INDEX rows_spend ON rows (time, session_id, turn,
+	json_extract(payload, '$.model'),
+	json_extract(payload, '$.usage.input_tokens'),
+	json_extract(payload, '$.usage.cache_read_tokens'),
+	json_extract(payload, '$.usage.cache_write_tokens'),
+	json_extract(payload, '$.usage.output_tokens'),
+	json_extract(payload, '$.usage.cost'))
+WHERE kind = 'assistant';
+`
+
+// spendCovering indexes the usage of assistant rows by time, the usage
+// itself and every other column the spend query names among the index's
+// columns, so the query reads the index and never the rows' JSON (EXPLAIN
+// QUERY PLAN: USING COVERING INDEX). The expressions are the query's to
+// the byte: SQLite uses an indexed expression only where it is spelled
+// alike.
+const spendCovering = `
+DROP INDEX rows_spend;
+CREATE INDEX rows_spend ON rows (time, session_id, turn, kind,
 	json_extract(payload, '$.model'),
 	json_extract(payload, '$.usage.input_tokens'),
 	json_extract(payload, '$.usage.cache_read_tokens'),
@@ -27,7 +42,7 @@ WHERE kind = 'assistant';
 var spendKeys = map[string]string{
 	storerec.SpendBySession: `r.session_id`,
 	storerec.SpendByProject: `s.project`,
-	storerec.SpendByModel:   `coalesce(json_extract(payload, '$.model'), '')`,
+	storerec.SpendByModel:   `json_extract(payload, '$.model')`, // NULL read as ""
 	storerec.SpendByDay:     `(r.time / 1000000 + ?2) / 86400`,
 }
 
@@ -38,28 +53,11 @@ func (db *DB) Spend(ctx context.Context, q storerec.SpendQuery) ([]storerec.Spen
 	if err := db.checkOpen(); err != nil {
 		return nil, fmt.Errorf("spend: %w", err)
 	}
-	key, ok := spendKeys[q.By]
-	if !ok {
+	if _, ok := spendKeys[q.By]; !ok {
 		return nil, fmt.Errorf("spend: cannot group by %q", q.By)
 	}
-	var since int64
-	if !q.Since.IsZero() {
-		since = toMicro(q.Since)
-	}
-	args := []any{since}
-	if q.By == storerec.SpendByDay {
-		args = append(args, q.Offset)
-	}
-	rows, err := db.reader.QueryContext(ctx, `
-SELECT `+key+`, max(s.title), count(*),
-	sum(coalesce(json_extract(payload, '$.usage.input_tokens'), 0)),
-	sum(coalesce(json_extract(payload, '$.usage.cache_read_tokens'), 0)),
-	sum(coalesce(json_extract(payload, '$.usage.cache_write_tokens'), 0)),
-	sum(coalesce(json_extract(payload, '$.usage.output_tokens'), 0)),
-	sum(coalesce(json_extract(payload, '$.usage.cost'), 0.0))
-FROM rows r INDEXED BY rows_spend JOIN sessions s ON s.id = r.session_id
-WHERE r.kind = 'assistant' AND r.time >= ?1 AND r.turn > s.forked_at
-GROUP BY 1 ORDER BY 1`, args...)
+	query, args := spendQuery(q)
+	rows, err := db.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("spend: %w", err)
 	}
@@ -88,4 +86,30 @@ GROUP BY 1 ORDER BY 1`, args...)
 		return nil, fmt.Errorf("spend: %w", err)
 	}
 	return out, nil
+}
+
+// spendQuery is the query of q and its arguments.
+func spendQuery(q storerec.SpendQuery) (string, []any) {
+	var since int64
+	if !q.Since.IsZero() {
+		since = toMicro(q.Since)
+	}
+	args := []any{since}
+	if q.By == storerec.SpendByDay {
+		args = append(args, q.Offset)
+	}
+	// The inner query names only what the index holds; grouping by an
+	// indexed expression in the same query would read the row.
+	return `
+SELECT k, max(title), count(*), sum(input), sum(cache_read), sum(cache_write), sum(output), sum(cost)
+FROM (SELECT ` + spendKeys[q.By] + ` AS k, s.title AS title,
+	coalesce(json_extract(payload, '$.usage.input_tokens'), 0) AS input,
+	coalesce(json_extract(payload, '$.usage.cache_read_tokens'), 0) AS cache_read,
+	coalesce(json_extract(payload, '$.usage.cache_write_tokens'), 0) AS cache_write,
+	coalesce(json_extract(payload, '$.usage.output_tokens'), 0) AS output,
+	coalesce(json_extract(payload, '$.usage.cost'), 0.0) AS cost
+	FROM rows r INDEXED BY rows_spend JOIN sessions s ON s.id = r.session_id
+	WHERE r.kind = 'assistant' AND r.time >= ?1 AND r.turn > s.forked_at
+	LIMIT -1)
+GROUP BY k ORDER BY k`, args
 }
