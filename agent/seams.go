@@ -188,6 +188,9 @@ type Extension struct {
 	Folds        []session.Fold
 	Guards       []ToolGuard
 	PromptGuards []PromptGuard
+	// Recorders are asked before every request for rows to store (the
+	// rows of hooks that ran outside a call or a prompt).
+	Recorders []ToolRecorder
 }
 
 // EventFold is a session.Fold that reports its changes: after live rows are

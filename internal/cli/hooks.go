@@ -51,7 +51,7 @@ func (g *globals) hooksExtension(cfg *config.Config, dataDir string, protected, 
 		}
 		level := e.Level
 		h := hooks.New(hooks.Options{
-			Set: set, SessionID: e.SessionID, Cwd: ws, Subagent: e.Depth > 0,
+			Set: set, SessionID: e.SessionID, Cwd: ws, Subagent: e.Depth > 0, Model: e.Profile.Model,
 			MaxNudges: cfg.Tools.MaxCompletionNudges, Pending: pending,
 			PermissionMode: func() string { return claudeMode(level()) },
 			Runner: &hooks.Runner{Env: env, ProjectDir: ws, Now: g.now,

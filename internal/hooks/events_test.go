@@ -261,3 +261,55 @@ func requestText(req *model.Request) string {
 	}
 	return b.String()
 }
+
+// SessionStart runs as the session's engine takes its first prompt:
+// "startup" for a new session, "resume" for one with turns; its plain
+// stdout is context for the model.
+func TestSessionStart(t *testing.T) {
+	h := newHarness(t, done, done)
+	h.settings(`{"hooks":{"SessionStart":[{"matcher":"startup|resume","hooks":[{"type":"command","command":"cat >> \"$CLAUDE_PROJECT_DIR/start.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/start.jsonl\"; echo 'Open issues: 3'"}]}]}}`)
+	h.run(hooks.Options{Model: "m1"}, "one")
+	if !strings.Contains(requestText(h.prov.Requests()[0]), "Open issues: 3") {
+		t.Fatal("SessionStart's stdout did not reach the model")
+	}
+	h.run(hooks.Options{Model: "m1"}, "two") // a new engine over the same rows: a resume
+	b, err := os.ReadFile(filepath.Join(h.dir, "start.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"source":"startup"`) || !strings.Contains(lines[1], `"source":"resume"`) || !strings.Contains(lines[0], `"model":"m1"`) {
+		t.Fatalf("stdin lines = %q", lines)
+	}
+	if runs := h.hookRuns(); len(runs) != 2 || runs[0].Event != "SessionStart" {
+		t.Fatalf("runs = %+v", runs)
+	}
+}
+
+// PreCompact runs while the engine compacts; its row is stored before the
+// next request.
+func TestPreCompact(t *testing.T) {
+	dir := t.TempDir()
+	set, err := hooks.Discover(hooks.Sources{Config: mustSettings(t, `{"hooks":{"PreCompact":[{"matcher":"auto","hooks":[{"type":"command","command":"cat > stdin.json"}]}]}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk := hooks.New(hooks.Options{Set: set, Runner: runner(dir), SessionID: "s"})
+	x := hk.Extension()
+	if len(x.Compactors) != 1 || len(x.Recorders) != 1 || len(x.Guards) != 0 {
+		t.Fatalf("extension = %+v", x)
+	}
+	if txt := x.Compactors[0].CompactionText(t.Context()); txt != "" {
+		t.Fatalf("summary text %q", txt)
+	}
+	rows := x.Recorders[0].RecordTools(t.Context(), agent.RequestInfo{})
+	if len(rows) != 1 || rows[0].(session.HookRun).Event != "PreCompact" {
+		t.Fatalf("rows = %+v", rows)
+	}
+	if again := x.Recorders[0].RecordTools(t.Context(), agent.RequestInfo{}); len(again) != 0 {
+		t.Fatal("rows stored twice")
+	}
+	if in := stdinOf(t, filepath.Join(dir, "stdin.json")); in["trigger"] != "auto" || in["hook_event_name"] != "PreCompact" {
+		t.Fatalf("stdin = %v", in)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"meka.dev/meka/agent"
@@ -35,6 +36,8 @@ type Options struct {
 	Subagent bool
 	// AgentType names a sub-agent's kind on SubagentStop's stdin.
 	AgentType string
+	// Model is SessionStart's model field.
+	Model string
 	// Pending are rows to store with the session's first prompt: the
 	// notice listing an untrusted workspace's hooks, a settings file that
 	// could not be read.
@@ -47,13 +50,18 @@ type Options struct {
 // itself (SessionStart, SessionEnd, PreCompact, Notification).
 type Hooks struct {
 	opts    Options
-	pending atomic.Pointer[[]session.Entry]
+	started atomic.Bool // SessionStart fired
+
+	mu      sync.Mutex
+	pending []session.Entry // rows to store with the next prompt or request
 }
 
 var (
-	_ agent.ToolGuard       = (*Hooks)(nil)
-	_ agent.PromptGuard     = (*Hooks)(nil)
-	_ agent.StopInterceptor = (*Hooks)(nil)
+	_ agent.ToolRecorder          = (*Hooks)(nil)
+	_ agent.CompactionContributor = (*Hooks)(nil)
+	_ agent.ToolGuard             = (*Hooks)(nil)
+	_ agent.PromptGuard           = (*Hooks)(nil)
+	_ agent.StopInterceptor       = (*Hooks)(nil)
 )
 
 // New returns a session's hooks.
@@ -61,11 +69,33 @@ func New(opts Options) *Hooks {
 	if opts.MaxNudges <= 0 {
 		opts.MaxNudges = DefaultMaxNudges
 	}
-	h := &Hooks{opts: opts}
-	if len(opts.Pending) > 0 {
-		h.pending.Store(&opts.Pending)
-	}
-	return h
+	return &Hooks{opts: opts, pending: append([]session.Entry(nil), opts.Pending...)}
+}
+
+func (h *Hooks) keep(es []session.Entry) {
+	h.mu.Lock()
+	h.pending = append(h.pending, es...)
+	h.mu.Unlock()
+}
+
+func (h *Hooks) take() []session.Entry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.pending
+	h.pending = nil
+	return out
+}
+
+// RecordTools stores the rows of hooks that ran where no call or prompt
+// could carry them (PreCompact), before the next request.
+func (h *Hooks) RecordTools(context.Context, agent.RequestInfo) []session.Entry { return h.take() }
+
+// CompactionText runs the PreCompact hooks as the engine compacts; they
+// add nothing to the summary.
+func (h *Hooks) CompactionText(ctx context.Context) string {
+	d := h.Fire(ctx, PreCompact, "auto", "", map[string]any{"trigger": "auto", "custom_instructions": ""})
+	h.keep(d.Entries())
+	return ""
 }
 
 // Extension returns what the hooks add to an engine: only the seams some
@@ -76,8 +106,12 @@ func (h *Hooks) Extension() agent.Extension {
 	if s.Has(PreToolUse) || s.Has(PostToolUse) {
 		x.Guards = append(x.Guards, h)
 	}
-	if s.Has(UserPromptSubmit) || len(h.opts.Pending) > 0 {
+	if s.Has(UserPromptSubmit) || s.Has(SessionStart) || len(h.opts.Pending) > 0 {
 		x.PromptGuards = append(x.PromptGuards, h)
+	}
+	if s.Has(PreCompact) {
+		x.Compactors = append(x.Compactors, h)
+		x.Recorders = append(x.Recorders, h)
 	}
 	if s.Has(h.stopEvent()) {
 		x.Interceptors = append(x.Interceptors, h)
@@ -184,12 +218,23 @@ func (h *Hooks) AfterTool(ctx context.Context, info agent.ToolInfo, result sessi
 
 // BeforePrompt runs the UserPromptSubmit hooks.
 func (h *Hooks) BeforePrompt(ctx context.Context, info agent.PromptInfo) agent.PromptVerdict {
-	var pending []session.Entry
-	if p := h.pending.Swap(nil); p != nil {
-		pending = *p
+	pending := h.take()
+	var ctxs []string
+	if !h.started.Swap(true) {
+		// SessionStart fires as the session's engine takes its first
+		// prompt: its context rides that prompt, as Claude Code's rides
+		// the first request.
+		source := "startup"
+		if info.Turn > 1 {
+			source = "resume"
+		}
+		s := h.Fire(ctx, SessionStart, source, "", map[string]any{"source": source, "model": h.opts.Model})
+		pending = append(pending, s.Entries()...)
+		ctxs = append(ctxs, s.Context...)
 	}
 	d := h.Fire(ctx, UserPromptSubmit, "", "", map[string]any{"prompt": text(info.Input.Parts)})
-	v := agent.PromptVerdict{Entries: append(pending, d.Entries()...), Context: strings.Join(d.Context, "\n")}
+	ctxs = append(ctxs, d.Context...)
+	v := agent.PromptVerdict{Entries: append(pending, d.Entries()...), Context: strings.Join(ctxs, "\n")}
 	switch {
 	case d.Stop:
 		v.Refuse = d.StopReason

@@ -180,6 +180,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock, a
 		opts.Folds = append(opts.Folds, x.Folds...)
 		opts.Guards = append(opts.Guards, x.Guards...)
 		opts.PromptGuards = append(opts.PromptGuards, x.PromptGuards...)
+		opts.ToolRecorders = append(opts.ToolRecorders, x.Recorders...)
 	}
 	opts.Compactors = append(opts.Compactors, &s.loaded)
 	if record != nil {
