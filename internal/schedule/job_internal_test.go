@@ -18,3 +18,28 @@ func TestZeroIntervalJob(t *testing.T) {
 		t.Errorf("occurrences = %d, %v; want 1, false", n, capped)
 	}
 }
+
+// A probe's capture keeps MaxProbeOutput bytes, marked cut only when more
+// came; its stderr keeps its first n bytes.
+func TestProbeBuffers(t *testing.T) {
+	c := newCapture()
+	c.Write(make([]byte, MaxProbeOutput-10))
+	c.Write(make([]byte, 10))
+	if p := c.probe(); p.cut || len(p.out) != MaxProbeOutput {
+		t.Errorf("exactly %d bytes: cut %v, kept %d", MaxProbeOutput, p.cut, len(p.out))
+	}
+	c.Write([]byte{1})
+	if p := c.probe(); !p.cut || len(p.out) != MaxProbeOutput {
+		t.Errorf("a byte more: cut %v, kept %d", p.cut, len(p.out))
+	}
+
+	l := &limited{n: 10}
+	for _, s := range []string{"abcd", "efghijkl", "mnop"} {
+		if n, err := l.Write([]byte(s)); n != len(s) || err != nil {
+			t.Errorf("Write(%q) = %d, %v", s, n, err)
+		}
+	}
+	if got := l.buf.String(); got != "abcdefghij" {
+		t.Errorf("limited kept %q, want the first 10 bytes", got)
+	}
+}
