@@ -463,7 +463,7 @@ func (c *Config) ResolveProfile(name string, getenv func(string) string) (Profil
 	}
 	if len(c.Profiles) > 0 {
 		p, err := c.Profile(name)
-		if err == nil && p.BaseURL == "" && IsEnvProvider(string(p.Provider)) {
+		if err == nil && p.BaseURL == "" && (IsEnvProvider(string(p.Provider)) || p.Provider == ProviderOpenAIResponses) {
 			// The environment's endpoint for a profile whose file sets none
 			// (defaults < file < environment).
 			if v := getenv(BaseURLEnv(p.Provider)); v != "" {

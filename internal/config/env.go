@@ -43,7 +43,8 @@ func EnvProfile(p Provider, getenv func(string) string) Profile {
 }
 
 // BaseURLEnv is the variable holding provider p's endpoint for profiles
-// that set no base_url: OPENAI_BASE_URL or ANTHROPIC_BASE_URL.
+// that set no base_url: OPENAI_BASE_URL (openai, openai-responses) or
+// ANTHROPIC_BASE_URL.
 func BaseURLEnv(p Provider) string {
 	if p == ProviderAnthropic {
 		return "ANTHROPIC_BASE_URL"

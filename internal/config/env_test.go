@@ -120,6 +120,11 @@ func TestResolveEnvProvider(t *testing.T) {
 	if p, _ := c.ResolveProfile("openai", mapEnv{"OPENAI_BASE_URL": "http://elsewhere/v1"}.get); p.BaseURL != "http://127.0.0.1:1/v1" || p.BaseURLEnv != "" {
 		t.Fatalf("the variable overrode the file's base_url: %+v", p)
 	}
+	// The Responses API lives under the same root as Chat Completions.
+	c.Profiles["resp"] = Profile{Name: "resp", Provider: ProviderOpenAIResponses, Model: "gpt-5.5"}
+	if p, err := c.ResolveProfile("resp", mapEnv{"OPENAI_BASE_URL": "http://gateway/v1"}.get); err != nil || p.BaseURL != "http://gateway/v1" || p.BaseURLEnv != "OPENAI_BASE_URL" {
+		t.Fatalf("an openai-responses profile without base_url: %+v, %v", p, err)
+	}
 }
 
 func TestNeedsKey(t *testing.T) {
