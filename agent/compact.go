@@ -21,7 +21,11 @@ const compactInstruction = `Summarize the conversation above for the agent that 
 // Compact summarizes the turns before the most recent one now. It fails
 // with ErrBusy while a turn runs (the turn compacts by itself when it must).
 // A compaction that fails or is canceled leaves the log as it was.
-func (e *Engine) Compact(ctx context.Context) error {
+func (e *Engine) Compact(ctx context.Context) error { return e.CompactFocus(ctx, "") }
+
+// CompactFocus is Compact with what the person wants the summary to keep
+// in particular (/compact focus); an empty focus is Compact.
+func (e *Engine) CompactFocus(ctx context.Context, focus string) error {
 	if !e.running.TryLock() {
 		return ErrBusy
 	}
@@ -29,7 +33,7 @@ func (e *Engine) Compact(ctx context.Context) error {
 	e.mu.Lock()
 	turn := session.LastTurn(e.rows)
 	e.mu.Unlock()
-	u, err := e.compact(ctx, turn, "manual")
+	u, err := e.compact(ctx, turn, "manual", strings.TrimSpace(focus))
 	if err == nil {
 		e.emit(Usage{Round: u, Turn: u, ContextTokens: e.viewTokens(), Window: e.opts.ContextWindow})
 	}
@@ -47,7 +51,7 @@ func (e *Engine) maybeCompact(ctx context.Context, turn int64) (model.Usage, boo
 	if float64(estimate) < e.opts.CompactAt*float64(e.opts.ContextWindow) {
 		return model.Usage{}, false, nil
 	}
-	u, err := e.compact(ctx, turn, "auto")
+	u, err := e.compact(ctx, turn, "auto", "")
 	if errors.Is(err, ErrNothingToCompact) {
 		return u, false, nil
 	}
@@ -82,7 +86,7 @@ func (e *Engine) viewTokens() int {
 
 // compact summarizes the turns before turn and returns what its model call
 // spent, whether or not it succeeded.
-func (e *Engine) compact(ctx context.Context, turn int64, trigger string) (model.Usage, error) {
+func (e *Engine) compact(ctx context.Context, turn int64, trigger, focus string) (model.Usage, error) {
 	e.mu.Lock()
 	rows := append([]session.Row(nil), e.rows...)
 	e.mu.Unlock()
@@ -102,19 +106,21 @@ func (e *Engine) compact(ctx context.Context, turn int64, trigger string) (model
 		return model.Usage{}, ErrNothingToCompact
 	}
 	keptFrom := rows[keep].Seq
-	facts := Compacted{KeptFrom: keptFrom, Trigger: trigger, TokensBefore: e.contextEstimate()}
-	turns := map[int64]bool{}
+	facts := Compacted{KeptFrom: keptFrom, Trigger: trigger, Focus: focus, TokensBefore: e.contextEstimate()}
+	turns, dropped := map[int64]bool{}, map[int64]bool{}
 	for i, r := range rows {
 		switch {
 		case i >= keep:
 			turns[r.Turn] = true
 		case r.Seq >= prevKept:
 			facts.RowsSummarized++
+			countDropped(&facts.Dropped, r, dropped)
 		}
 	}
 	facts.KeptTurns = len(turns)
+	facts.Dropped.Turns = len(dropped)
 
-	e.emit(CompactionStarted{Trigger: trigger, TokensBefore: facts.TokensBefore})
+	e.emit(CompactionStarted{Trigger: trigger, Focus: focus, TokensBefore: facts.TokensBefore})
 	u, err := e.summarize(ctx, turn, rows[:keep], facts)
 	if err != nil {
 		e.emit(CompactionFailed{Err: err, Canceled: ctx.Err() != nil})
@@ -127,7 +133,11 @@ func (e *Engine) compact(ctx context.Context, turn int64, trigger string) (model
 func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, facts Compacted) (model.Usage, error) {
 	keptFrom := facts.KeptFrom
 	msgs := BuildView(rows)
-	msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: model.Parts{model.Text{Text: compactInstruction}}})
+	instruction := compactInstruction
+	if facts.Focus != "" {
+		instruction += "\n\nThe person asked the summary to keep in particular: " + facts.Focus
+	}
+	msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: model.Parts{model.Text{Text: instruction}}})
 	resp, err := model.Collect(e.opts.Provider.Stream(ctx, &model.Request{
 		System: compactSystem, Messages: msgs, MaxOutputTokens: e.opts.MaxOutputTokens,
 	}), nil)
@@ -151,10 +161,30 @@ func (e *Engine) summarize(ctx context.Context, turn int64, rows []session.Row, 
 	if err := ctx.Err(); err != nil {
 		return spent, fmt.Errorf("compact: %w", err)
 	}
-	if _, err := e.appendRows(ctx, turn, session.Compaction{Summary: summary, KeptFrom: keptFrom, Checkpoint: checkpoint}); err != nil {
+	if _, err := e.appendRows(ctx, turn, session.Compaction{Summary: summary, KeptFrom: keptFrom, Checkpoint: checkpoint,
+		Trigger: facts.Trigger, Focus: facts.Focus, Dropped: &facts.Dropped}); err != nil {
 		return spent, fmt.Errorf("compact: %w", err)
 	}
 	facts.Summary, facts.Usage, facts.TokensAfter, facts.Checkpoint = summary, spent, e.viewTokens(), checkpoint
 	e.emit(facts)
 	return spent, nil
+}
+
+// countDropped adds one summarized row to what a compaction dropped;
+// turns collects the turns seen.
+func countDropped(d *session.Dropped, r session.Row, turns map[int64]bool) {
+	switch en := r.Entry.(type) {
+	case session.UserMessage:
+		turns[r.Turn] = true
+		d.Messages++
+		d.Bytes += messageSize(model.Message{Parts: en.ModelParts()})
+	case session.AssistantMessage:
+		d.Messages++
+		d.Bytes += messageSize(model.Message{Parts: en.Parts})
+	case session.ToolResult:
+		n := messageSize(model.Message{Parts: model.Parts{model.ToolResult{Content: en.Content}}})
+		d.ToolOutputs++
+		d.ToolOutputBytes += n
+		d.Bytes += n
+	}
 }

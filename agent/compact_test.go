@@ -88,7 +88,7 @@ func TestAutomaticCompaction(t *testing.T) {
 		t.Fatalf("want a summary request between the turns, got %d requests", len(reqs))
 	}
 	msgs := reqs[2].Messages
-	if len(msgs) != 2 || !strings.Contains(msgs[0].Text(), "the summary\n\nVERBATIM") || msgs[1].Text() != "second" {
+	if len(msgs) != 2 || !strings.Contains(msgs[0].Text(), "the summary\n\n") || !strings.HasSuffix(msgs[0].Text(), "</first-user-message>\n\nVERBATIM") || msgs[1].Text() != "second" {
 		t.Fatalf("request after compaction: %+v", msgs)
 	}
 	rows := h.rows()

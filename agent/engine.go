@@ -192,6 +192,11 @@ func New(opts Options, rows []session.Row) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// The engine's own contributor goes first: what no summary may
+	// paraphrase, before any plugin's state.
+	ret := &retainFold{}
+	opts.Folds = append(append([]session.Fold(nil), opts.Folds...), ret)
+	opts.Compactors = append([]CompactionContributor{ret}, opts.Compactors...)
 	e := &Engine{opts: opts, folder: session.NewFolder(opts.Folds...), system: opts.System, preluded: opts.Prelude == nil}
 	e.rows = append([]session.Row(nil), rows...)
 	if err := e.refold(); err != nil {

@@ -85,8 +85,10 @@ func lowest(r *model.RateLimit) float64 { s, _, _ := r.Lowest(); return s }
 // CompactionStarted reports that older turns are being summarized; a
 // Compacted or a CompactionFailed follows.
 type CompactionStarted struct {
-	// Trigger is "auto" (the window filled) or "manual" (Compact).
+	// Trigger is "auto" (the window filled) or "manual" (Compact); Focus
+	// what a manual one was asked to keep in particular.
 	Trigger string
+	Focus   string
 	// TokensBefore estimates the conversation the next request carried
 	// before the compaction.
 	TokensBefore int
@@ -114,6 +116,9 @@ type Compacted struct {
 	RowsSummarized int
 	KeptTurns      int
 	Checkpoint     map[string]json.RawMessage
+	Focus          string
+	// Dropped is what the summary replaced, as the row records it.
+	Dropped session.Dropped
 	// Usage is what the compaction's model call spent; a Usage event with
 	// the gauge after the compaction follows.
 	Usage model.Usage

@@ -54,6 +54,9 @@ type UserMessage struct {
 	// them, so that the agent owes them again without being asked to
 	// reopen them itself.
 	Reopen []string `json:"reopen,omitempty"`
+	// Pinned marks words the person asked to keep: a compaction carries
+	// them verbatim rather than summarizing them, however many follow.
+	Pinned bool `json:"pinned,omitempty"`
 }
 
 // ModelParts are the parts the model reads for m: its words, then its
@@ -195,6 +198,38 @@ type Compaction struct {
 	KeptFrom int64  `json:"kept_from"`
 	// Checkpoint maps a fold's name to its state at the boundary.
 	Checkpoint map[string]json.RawMessage `json:"checkpoint,omitempty"`
+	// Trigger is "auto" or "manual"; Focus what a person asked the
+	// summary to keep (/compact focus); Dropped what the summary replaced.
+	Trigger string   `json:"trigger,omitempty"`
+	Focus   string   `json:"focus,omitempty"`
+	Dropped *Dropped `json:"dropped,omitempty"`
+}
+
+// Dropped is what one compaction took out of the model's view: the turns
+// and rows it summarized, and how many bytes of them were tool output.
+type Dropped struct {
+	Turns           int `json:"turns"`
+	Messages        int `json:"messages"`
+	ToolOutputs     int `json:"tool_outputs"`
+	Bytes           int `json:"bytes"`
+	ToolOutputBytes int `json:"tool_output_bytes"`
+}
+
+// String says what was dropped in one line, as /context and sessions
+// show print it.
+func (d Dropped) String() string {
+	return fmt.Sprintf("%d turns, %d messages, %d tool outputs (%s of %s)",
+		d.Turns, d.Messages, d.ToolOutputs, byteSize(d.ToolOutputBytes), byteSize(d.Bytes))
+}
+
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 // ToolSet records a change of the tools a source outside meka (the MCP
