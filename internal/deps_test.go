@@ -67,6 +67,9 @@ var allowed = map[string][]string{
 	// The one event vocabulary: built from rows and engine events, shared
 	// by the HTTP feed, --oneshot --json and export.
 	"internal/events": {"agent", "session", "plan", "model"},
+	// Checkpoints of the files turns change (shadow git repositories), and
+	// git worktrees for sessions and sub-agents.
+	"internal/checkpoint": {},
 	// Export and import of sessions, over rows.
 	"internal/archive": {"session", "model", "internal/events"},
 	// L3
