@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
@@ -191,6 +192,12 @@ type Extension struct {
 	// Recorders are asked before every request for rows to store (the
 	// rows of hooks that ran outside a call or a prompt).
 	Recorders []ToolRecorder
+	// Host seams, which the engine never calls: Approvals are told of
+	// every approval put to a person as it is asked (they must not block);
+	// Closers run as the session closes, after its last turn, and the
+	// rows they return are stored.
+	Approvals []func(ctx context.Context, req permission.Request)
+	Closers   []func(ctx context.Context) []session.Entry
 }
 
 // EventFold is a session.Fold that reports its changes: after live rows are

@@ -30,7 +30,8 @@ exit 2
     ]
   }
 }`)
-	writeHookFile(t, filepath.Join(home, ".claude", "settings.json"), `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"touch \"$MEKA_PROJECT_DIR/stopped\""}]}]}}`)
+	writeHookFile(t, filepath.Join(home, ".claude", "settings.json"), `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"touch \"$MEKA_PROJECT_DIR/stopped\""}]}],
+		"SessionEnd":[{"hooks":[{"type":"command","command":"touch \"$MEKA_PROJECT_DIR/ended\""}]}]}}`)
 
 	turn := func() (string, string, int, *modeltest.Server) {
 		s, err := script.Parse([]byte(`{"rounds":[
@@ -50,6 +51,9 @@ exit 2
 	}
 	if _, err := os.Stat(filepath.Join(work, "guard-stdin.json")); err == nil {
 		t.Fatal("an untrusted workspace's hook ran")
+	}
+	if _, err := os.Stat(filepath.Join(work, "ended")); err != nil {
+		t.Fatalf("the SessionEnd hook did not run: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(work, "stopped")); err != nil {
 		t.Fatalf("the home settings' Stop hook did not run: %v (stderr %q)", err, errOut)
@@ -81,7 +85,7 @@ exit 2
 	lines, _, _ := run(t, work, env, "sessions", "list")
 	id := strings.Fields(strings.Split(lines, "\n")[1])[0]
 	js, _, _ := run(t, work, env, "sessions", "show", "--json", id)
-	if !strings.Contains(js, `"kind":"hook"`) || !strings.Contains(js, `"decision":"block"`) {
+	if !strings.Contains(js, `"kind":"hook"`) || !strings.Contains(js, `"decision":"block"`) || !strings.Contains(js, `"event":"SessionEnd"`) {
 		t.Fatalf("no hook row in the session: %s", js)
 	}
 

@@ -1,6 +1,7 @@
 package hooks_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -310,6 +311,36 @@ func TestPreCompact(t *testing.T) {
 		t.Fatal("rows stored twice")
 	}
 	if in := stdinOf(t, filepath.Join(dir, "stdin.json")); in["trigger"] != "auto" || in["hook_event_name"] != "PreCompact" {
+		t.Fatalf("stdin = %v", in)
+	}
+}
+
+// Notification runs beside an approval waiting for a person; SessionEnd
+// as the session closes, which stores every row not stored yet.
+func TestNotificationAndSessionEnd(t *testing.T) {
+	dir := t.TempDir()
+	set, err := hooks.Discover(hooks.Sources{Config: mustSettings(t, `{"hooks":{
+		"Notification":[{"matcher":"permission_prompt","hooks":[{"type":"command","command":"cat > note.json"}]}],
+		"SessionEnd":[{"hooks":[{"type":"command","command":"cat > end.json"}]}]}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := hooks.New(hooks.Options{Set: set, Runner: runner(dir), SessionID: "s"}).Extension()
+	if len(x.Approvals) != 1 || len(x.Closers) != 1 || len(x.Recorders) != 1 {
+		t.Fatalf("extension = %+v", x)
+	}
+	ctx, answered := context.WithCancel(t.Context())
+	x.Approvals[0](ctx, permission.Request{Tool: "shell_execute", CallID: "c9"})
+	answered() // the person answers at once: the hook still runs to its end
+	rows := x.Closers[0](t.Context())
+	if len(rows) != 2 || rows[0].(session.HookRun).Event != "Notification" || rows[0].(session.HookRun).Exit != 0 ||
+		rows[1].(session.HookRun).Event != "SessionEnd" {
+		t.Fatalf("rows = %+v", rows)
+	}
+	if in := stdinOf(t, filepath.Join(dir, "note.json")); in["notification_type"] != "permission_prompt" || !strings.Contains(in["message"].(string), "shell_execute") {
+		t.Fatalf("stdin = %v", in)
+	}
+	if in := stdinOf(t, filepath.Join(dir, "end.json")); in["reason"] != "other" || in["hook_event_name"] != "SessionEnd" {
 		t.Fatalf("stdin = %v", in)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/events"
 	"meka.dev/meka/model"
+	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 )
 
@@ -54,6 +55,7 @@ type Hooks struct {
 
 	mu      sync.Mutex
 	pending []session.Entry // rows to store with the next prompt or request
+	notes   sync.WaitGroup  // Notification hooks running
 }
 
 var (
@@ -86,6 +88,35 @@ func (h *Hooks) take() []session.Entry {
 	return out
 }
 
+// approval runs the Notification hooks as an approval waits for a
+// person, beside the question rather than before it; their rows are
+// stored before the next request, or as the session closes.
+func (h *Hooks) approval(ctx context.Context, req permission.Request) {
+	ms := h.opts.Set.Match(Notification, "permission_prompt")
+	if len(ms) == 0 {
+		return
+	}
+	fields := map[string]any{"notification_type": "permission_prompt", "title": "meka",
+		"message": fmt.Sprintf("meka needs your permission to use %s", req.Tool)}
+	h.notes.Add(1)
+	go func() {
+		defer h.notes.Done()
+		// Not the question's context: answering must not kill the hook.
+		d := h.Fire(context.WithoutCancel(ctx), Notification, "permission_prompt", req.CallID, fields)
+		h.keep(d.Entries())
+	}()
+}
+
+// end runs the SessionEnd hooks as the session closes, once the
+// Notification hooks still running are done, and returns every row not
+// stored yet.
+func (h *Hooks) end(ctx context.Context) []session.Entry {
+	h.notes.Wait()
+	d := h.Fire(context.WithoutCancel(ctx), SessionEnd, "other", "", map[string]any{"reason": "other"})
+	h.keep(d.Entries())
+	return h.take()
+}
+
 // RecordTools stores the rows of hooks that ran where no call or prompt
 // could carry them (PreCompact), before the next request.
 func (h *Hooks) RecordTools(context.Context, agent.RequestInfo) []session.Entry { return h.take() }
@@ -111,7 +142,15 @@ func (h *Hooks) Extension() agent.Extension {
 	}
 	if s.Has(PreCompact) {
 		x.Compactors = append(x.Compactors, h)
+	}
+	if s.Has(PreCompact) || s.Has(Notification) {
 		x.Recorders = append(x.Recorders, h)
+	}
+	if s.Has(Notification) {
+		x.Approvals = append(x.Approvals, h.approval)
+	}
+	if s.Has(SessionEnd) || s.Has(Notification) {
+		x.Closers = append(x.Closers, h.end)
 	}
 	if s.Has(h.stopEvent()) {
 		x.Interceptors = append(x.Interceptors, h)

@@ -36,6 +36,9 @@ type Session struct {
 	// prompt is the system prompt the engine's requests start with.
 	prompt       *sessionPrompt
 	startNotices []session.Notice
+	// onApproval and onClose are the extensions' host seams.
+	onApproval []func(context.Context, permission.Request)
+	onClose    []func(context.Context) []session.Entry
 	loaded       loadedSkills
 	// approvals is whether a call above the level is put to the asker.
 	approvals atomic.Bool
@@ -181,6 +184,8 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock, a
 		opts.Guards = append(opts.Guards, x.Guards...)
 		opts.PromptGuards = append(opts.PromptGuards, x.PromptGuards...)
 		opts.ToolRecorders = append(opts.ToolRecorders, x.Recorders...)
+		s.onApproval = append(s.onApproval, x.Approvals...)
+		s.onClose = append(s.onClose, x.Closers...)
 	}
 	opts.Compactors = append(opts.Compactors, &s.loaded)
 	if record != nil {
@@ -479,6 +484,9 @@ func (s *Session) SetAsker(a permission.Asker) {
 }
 
 func (s *Session) ask(ctx context.Context, req permission.Request) (permission.Decision, error) {
+	for _, f := range s.onApproval {
+		f(ctx, req)
+	}
 	if s.parent != nil {
 		return s.forward(ctx, req)
 	}
@@ -640,8 +648,20 @@ func (s *Session) close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.Cancel()
 	s.turns.Wait()
+	var ended error
+	if s.engine != nil {
+		var rows []session.Row
+		for _, f := range s.onClose {
+			for _, en := range f(ctx) {
+				rows = append(rows, session.Row{Turn: session.LastTurn(s.engine.Rows()), Entry: en})
+			}
+		}
+		if len(rows) > 0 {
+			_, ended = s.h.opts.Store.Append(context.WithoutCancel(ctx), s.id, rows)
+		}
+	}
 	s.shutdown()
-	return s.lock.Release(context.WithoutCancel(ctx))
+	return errors.Join(ended, s.lock.Release(context.WithoutCancel(ctx)))
 }
 
 // shutdown stops what the session owns, but not its lock: the report
