@@ -39,7 +39,7 @@ type Session struct {
 	// onApproval and onClose are the extensions' host seams.
 	onApproval []func(context.Context, permission.Request)
 	onClose    []func(context.Context) []session.Entry
-	loaded       loadedSkills
+	loaded     loadedSkills
 	// approvals is whether a call above the level is put to the asker.
 	approvals atomic.Bool
 	// used is when the session was last used (unix nanoseconds), for the
