@@ -60,6 +60,7 @@ type wireUser struct {
 	Command   string     `json:"command"`
 	Expansion []wirePart `json:"expansion"`
 	Reopen    []string   `json:"reopen"`
+	Pinned    bool       `json:"pinned"`
 }
 
 type wireAssistant struct {
@@ -91,7 +92,7 @@ func fastDecode(kind string, payload []byte) (e session.Entry, ok bool) {
 		if !decodeStrict(payload, &w) {
 			return nil, false
 		}
-		u := session.UserMessage{Source: w.Source, Tasks: w.Tasks, Command: w.Command, Reopen: w.Reopen}
+		u := session.UserMessage{Source: w.Source, Tasks: w.Tasks, Command: w.Command, Reopen: w.Reopen, Pinned: w.Pinned}
 		u.Parts, err = toParts(w.Parts)
 		if err == nil {
 			u.Expansion, err = toParts(w.Expansion)
