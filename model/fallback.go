@@ -11,6 +11,8 @@ import (
 type Profile struct {
 	Name     string
 	Provider Provider
+	// Model is the model the profile asks for, for telemetry and notices.
+	Model string
 }
 
 // Fallback is a provider that moves down a chain of profiles: a call

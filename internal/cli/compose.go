@@ -231,7 +231,7 @@ func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, e
 	if len(p.Fallback) > 0 {
 		// Each session gets its own chain: a move down it sticks to the
 		// session until /profile or a new one.
-		chain := []model.Profile{{Name: p.Name, Provider: prov}}
+		chain := []model.Profile{{Name: p.Name, Provider: prov, Model: p.Model}}
 		for _, name := range p.Fallback {
 			fp, err := cfg.ResolveProfile(name, g.getenv)
 			if err != nil {
@@ -241,7 +241,7 @@ func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, e
 			if err != nil {
 				return host.Profile{}, fmt.Errorf("profile %s: fallback %s: %w", p.Name, fp.Name, err)
 			}
-			chain = append(chain, model.Profile{Name: fp.Name, Provider: model.WithPrices(fprov, ps, fp.Model)})
+			chain = append(chain, model.Profile{Name: fp.Name, Provider: model.WithPrices(fprov, ps, fp.Model), Model: fp.Model})
 		}
 		prov = model.NewFallback(chain)
 	}

@@ -77,13 +77,21 @@ func (s *Session) Stream(ctx context.Context, req *model.Request) iter.Seq2[mode
 			span.SetAttributes(attribute.String("gen_ai.system_instructions", req.System), attribute.String("gen_ai.input.messages", jsonText(req.Messages)))
 		}
 		defer span.End()
+		// The model asked for, and the wire format: a fallback changes both.
+		asked, wire := s.model, s.prov.Name()
 		for ev, err := range s.prov.Stream(ctx, req) {
 			switch ev := ev.(type) {
 			case model.Completed:
-				s.completed(span, ev.Response)
+				s.completed(span, ev.Response, asked, wire)
 			case model.Switched:
 				span.AddEvent("fallback", trace.WithAttributes(attribute.String("meka.fallback.from", ev.From.Name), attribute.String("meka.fallback.to", ev.To.Name),
 					attribute.String("error.type", errorType(ev.Err))))
+				if ev.To.Model != "" {
+					asked = ev.To.Model
+				}
+				wire = ev.To.Provider.Name()
+				span.SetAttributes(attribute.String("meka.profile", ev.To.Name), attribute.String("gen_ai.request.model", asked),
+					attribute.String("gen_ai.provider.name", system(wire)))
 			}
 			if err != nil {
 				span.RecordError(err)
@@ -97,7 +105,7 @@ func (s *Session) Stream(ctx context.Context, req *model.Request) iter.Seq2[mode
 	}
 }
 
-func (s *Session) completed(span trace.Span, r model.Response) {
+func (s *Session) completed(span trace.Span, r model.Response, asked, wire string) {
 	u := r.Usage
 	span.SetAttributes(
 		attribute.String("gen_ai.response.model", r.Model),
@@ -114,14 +122,14 @@ func (s *Session) completed(span trace.Span, r model.Response) {
 	}
 	ctx := context.Background()
 	attrs := func(typ string) metric.AddOption {
-		return metric.WithAttributes(attribute.String("gen_ai.token.type", typ), attribute.String("gen_ai.request.model", s.model),
-			attribute.String("gen_ai.provider.name", system(s.prov.Name())))
+		return metric.WithAttributes(attribute.String("gen_ai.token.type", typ), attribute.String("gen_ai.request.model", asked),
+			attribute.String("gen_ai.provider.name", system(wire)))
 	}
 	s.t.tokens.Add(ctx, int64(u.InputTokens), attrs("input"))
 	s.t.tokens.Add(ctx, int64(u.OutputTokens), attrs("output"))
 	s.t.tokens.Add(ctx, int64(u.CacheReadTokens), attrs("cache_read"))
 	s.t.tokens.Add(ctx, int64(u.CacheWriteTokens), attrs("cache_write"))
-	s.t.cost.Add(ctx, u.Cost, metric.WithAttributes(attribute.String("gen_ai.request.model", s.model), attribute.String("gen_ai.provider.name", system(s.prov.Name()))))
+	s.t.cost.Add(ctx, u.Cost, metric.WithAttributes(attribute.String("gen_ai.request.model", asked), attribute.String("gen_ai.provider.name", system(wire))))
 }
 
 // Observe takes the session's engine events: a turn is an

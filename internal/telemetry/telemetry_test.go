@@ -52,6 +52,9 @@ type otlpSpan struct {
 		Key   string    `json:"key"`
 		Value otlpValue `json:"value"`
 	} `json:"attributes"`
+	Events []struct {
+		Name string `json:"name"`
+	} `json:"events"`
 }
 
 func newReceiver(t *testing.T) (*receiver, string) {
@@ -272,4 +275,42 @@ func TestContentOnlyWhenAsked(t *testing.T) {
 			t.Errorf("no %q on any span", want)
 		}
 	}
+}
+
+// A call that moved to a fallback profile is one chat span, with the
+// move as an event and the fallback's profile and model.
+func TestFallbackOnTheSpan(t *testing.T) {
+	rec, url := newReceiver(t)
+	tel, err := telemetry.Start(t.Context(), telemetry.Options{Endpoint: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, _ := script.Parse([]byte(`{"rounds":[{"error":{"status":429,"body":"slow down"}}]}`))
+	spare, _ := script.Parse([]byte(`{"rounds":[{"text":"from b","usage":{"input_tokens":3,"output_tokens":1}}]}`))
+	fb := model.NewFallback([]model.Profile{{Name: "a", Provider: script.New(busy), Model: "model-a"}, {Name: "b", Provider: script.New(spare), Model: "model-b"}})
+	sess := tel.Provider("a", "model-a", fb)
+	observe := sess.Bind("sess-2", func() string { return "read" })
+	e, err := agent.New(agent.Options{Provider: sess, Log: &log{}, SessionID: "sess-2", Events: observe}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Run(t.Context(), session.UserMessage{Parts: model.Parts{model.Text{Text: "x"}}}); err != nil || res.Reply != "from b" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, s := range rec.spans {
+		if s.Name != "chat model-a" {
+			continue
+		}
+		a := attrs(s)
+		if len(s.Events) != 1 || s.Events[0].Name != "fallback" || a["meka.profile"] != "b" || a["gen_ai.request.model"] != "model-b" || a["gen_ai.usage.input_tokens"] != "int 3" {
+			t.Fatalf("chat span %v events %v", a, s.Events)
+		}
+		return
+	}
+	t.Fatalf("no chat span in %d", len(rec.spans))
 }
