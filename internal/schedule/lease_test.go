@@ -386,9 +386,15 @@ func TestCancelDuringGateWins(t *testing.T) {
 // the ticker runs on the fake clock, so a Run that stops sweeping fails
 // after a minute of fake time instead of hanging the test binary.
 func TestRunSweepsEveryPollInterval(t *testing.T) {
+	t.Run("set", func(t *testing.T) { runSweeps(t, time.Second, time.Second) })
+	t.Run("default", func(t *testing.T) { runSweeps(t, 0, schedule.DefaultPollInterval) })
+}
+
+// runSweeps runs a scheduler with PollInterval set to set and checks that
+// its sweeps come poll apart.
+func runSweeps(t *testing.T, set, poll time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
-		const poll = time.Second
-		e := newEnv(t, func(o *schedule.Options) { o.PollInterval = poll; o.Now = time.Now })
+		e := newEnv(t, func(o *schedule.Options) { o.PollInterval = set; o.Now = time.Now })
 		sid := e.session(permission.Read)
 		start := time.Now()
 		e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindEvery, Spec: "1s", Interval: time.Second, NextAt: start})

@@ -255,3 +255,16 @@ func TestOneShotToldItIsLate(t *testing.T) {
 		}
 	}
 }
+
+// Without max_jobs set a session holds 50 jobs, and the 51st is refused.
+func TestDefaultMaxJobs(t *testing.T) {
+	e := newEnv(t, nil)
+	sid := e.session(permission.Read)
+	for i := range schedule.DefaultMaxJobs {
+		e.create(sid, permission.Read, fmt.Sprintf(`{"prompt": "p%d", "in": "1h"}`, i))
+	}
+	res := e.call(schedule.CreateToolName, sid, permission.Read, `{"prompt": "one more", "in": "1h"}`)
+	if !res.IsError || !strings.Contains(text(res), "already has 50 jobs") {
+		t.Errorf("the 51st job: %s", text(res))
+	}
+}
