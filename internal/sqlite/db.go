@@ -148,7 +148,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.reader.SetMaxOpenConns(n)
 	db.reader.SetMaxIdleConns(n)
 
-	if err := retryBusy(ctx, opts.BusyTimeout, func() error { return db.stmts.prepare(ctx, db.writer, db.reader) }); err != nil {
+	if err := retryBusy(ctx, opts.BusyTimeout, func() error { return db.stmts.prepare(ctx, opts, db.writer, db.reader) }); err != nil {
+		db.stmts.close()
 		db.reader.Close()
 		db.writer.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)

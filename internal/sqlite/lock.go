@@ -83,7 +83,10 @@ func (db *DB) takeLock(ctx context.Context, sessionID string, h session.Holder) 
 		}
 
 		var until int64
-		err = db.stmts.lockHolder.QueryRowContext(ctx, sessionID).Scan(&cur.PID, &cur.Host, &cur.Token, &until)
+		rd, err := db.stmts.reading(ctx)
+		if err == nil {
+			err = rd.lockHolder.QueryRowContext(ctx, sessionID).Scan(&cur.PID, &cur.Host, &cur.Token, &until)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // released since: try again
 		}

@@ -122,7 +122,11 @@ func (s *Sessions) Rows(ctx context.Context, sessionID string, from int64) ([]se
 	if err := db.checkOpen(); err != nil {
 		return nil, fmt.Errorf("read rows: %w", err)
 	}
-	rs, err := db.stmts.rowsFrom.QueryContext(ctx, sessionID, from)
+	rd, err := db.stmts.reading(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+	}
+	rs, err := rd.rowsFrom.QueryContext(ctx, sessionID, from)
 	if err != nil {
 		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
 	}
@@ -145,7 +149,11 @@ func (s *Sessions) Tail(ctx context.Context, sessionID string, n int) ([]session
 	if n <= 0 {
 		return nil, s.mustExist(ctx, "read rows of", sessionID)
 	}
-	rs, err := db.stmts.tail.QueryContext(ctx, sessionID, n)
+	rd, err := db.stmts.reading(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
+	}
+	rs, err := rd.tail.QueryContext(ctx, sessionID, n)
 	if err != nil {
 		return nil, fmt.Errorf("read rows of %s: %w", sessionID, err)
 	}
@@ -163,7 +171,11 @@ func (s *Sessions) Tail(ctx context.Context, sessionID string, n int) ([]session
 // mustExist tells an empty session from a missing one.
 func (s *Sessions) mustExist(ctx context.Context, op, sessionID string) error {
 	var ok bool
-	if err := s.db.stmts.exists.QueryRowContext(ctx, sessionID).Scan(&ok); err != nil {
+	rd, err := s.db.stmts.reading(ctx)
+	if err == nil {
+		err = rd.exists.QueryRowContext(ctx, sessionID).Scan(&ok)
+	}
+	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, sessionID, err)
 	}
 	if !ok {

@@ -105,7 +105,11 @@ func (s *Sessions) Get(ctx context.Context, idOrPrefix string) (session.Meta, er
 	if !ok {
 		return session.Meta{}, fmt.Errorf("get session %q: %w", idOrPrefix, session.ErrNotFound)
 	}
-	rows, err := db.stmts.prefix.QueryContext(ctx, p, upper)
+	rd, err := db.stmts.reading(ctx)
+	if err != nil {
+		return session.Meta{}, fmt.Errorf("get session %q: %w", idOrPrefix, err)
+	}
+	rows, err := rd.prefix.QueryContext(ctx, p, upper)
 	if err != nil {
 		return session.Meta{}, fmt.Errorf("get session %q: %w", idOrPrefix, err)
 	}

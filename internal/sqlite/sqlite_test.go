@@ -59,3 +59,36 @@ func TestWALFileKept(t *testing.T) {
 		t.Fatalf("sessions after reopening: %d %v", len(list.Sessions), err)
 	}
 }
+
+// The reader's statements are prepared in the background after Open
+// returns: a Close at once waits for them, and a read right after Open
+// waits for them rather than failing.
+func TestReadsRightAfterOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meka.db")
+	for range 20 {
+		db, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := open(t, path, sqlite.Options{})
+	m, err := db.Sessions().Create(t.Context(), session.Meta{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		db, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.Sessions().Get(t.Context(), m.ID); err != nil || got.ID != m.ID {
+			t.Fatalf("Get right after Open = %v, %v", got.ID, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

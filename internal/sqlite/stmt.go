@@ -29,7 +29,15 @@ type statements struct {
 	lockRefresh *sql.Stmt
 	lockRelease *sql.Stmt
 
-	// On the reader.
+	// On the reader, prepared in the background (prepareReader): read
+	// through reading, which waits for them.
+	rd      readStatements
+	rdReady chan struct{} // closed once rd and rdErr are set
+	rdErr   error
+}
+
+// readStatements are the reader's statements.
+type readStatements struct {
 	prefix     *sql.Stmt
 	rowsFrom   *sql.Stmt
 	tail       *sql.Stmt
@@ -37,61 +45,117 @@ type statements struct {
 	lockHolder *sql.Stmt
 }
 
-func (s *statements) prepare(ctx context.Context, writer, reader *sql.DB) error {
-	for _, p := range []struct {
-		dst   **sql.Stmt
-		db    *sql.DB
-		query string
-	}{
-		{&s.touch, writer, `UPDATE sessions SET updated_at = ?1 WHERE id = ?2
+// reading returns the reader's statements once they are prepared.
+func (s *statements) reading(ctx context.Context) (*readStatements, error) {
+	select {
+	case <-s.rdReady:
+		if s.rdErr != nil {
+			return nil, s.rdErr
+		}
+		return &s.rd, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// prepare prepares the writer's statements now and the reader's in the
+// background: a new reader connection parses the schema before its first
+// statement, a millisecond and more that a starting process (an editor's
+// first session/new, a one-shot) spends on the other core while it
+// creates its session, whose first read comes after its first write.
+func (s *statements) prepare(ctx context.Context, opts Options, writer, reader *sql.DB) error {
+	s.rdReady = make(chan struct{})
+	if err := s.prepareWriter(ctx, writer); err != nil {
+		close(s.rdReady)
+		return err
+	}
+	go func() {
+		defer close(s.rdReady)
+		// Not the caller's context: Open returns before this is done.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.BusyTimeout)
+		defer cancel()
+		if err := retryBusy(ctx, opts.BusyTimeout, func() error { return s.prepareReader(ctx, reader) }); err != nil {
+			s.rdErr = fmt.Errorf("prepare reads: %w", err)
+		}
+	}()
+	return nil
+}
+
+func (s *statements) prepareWriter(ctx context.Context, writer *sql.DB) error {
+	if err := s.prepareAll(ctx, writer, []prepared{
+		{&s.touch, `UPDATE sessions SET updated_at = ?1 WHERE id = ?2
 RETURNING title, (SELECT coalesce(max(seq), 0) FROM rows WHERE session_id = ?2)`},
-		{&s.setTitle, writer, `UPDATE sessions SET title = ? WHERE id = ? AND title = ''`},
-		{&s.lockTake, writer, `
+		{&s.setTitle, `UPDATE sessions SET title = ? WHERE id = ? AND title = ''`},
+		{&s.lockTake, `
 INSERT INTO locks (session_id, pid, host, token, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
 ON CONFLICT (session_id) DO UPDATE
 SET pid = excluded.pid, host = excluded.host, token = excluded.token, expires_at = excluded.expires_at
 WHERE locks.expires_at <= ?6 OR locks.token = excluded.token`},
-		{&s.lockSteal, writer, `
+		{&s.lockSteal, `
 UPDATE locks SET pid = ?1, host = ?2, token = ?3, expires_at = ?4
 WHERE session_id = ?5 AND token = ?6`},
-		{&s.lockRefresh, writer, `UPDATE locks SET expires_at = ? WHERE session_id = ? AND token = ?`},
-		{&s.lockRelease, writer, `DELETE FROM locks WHERE session_id = ? AND token = ?`},
-
-		{&s.prefix, reader, `SELECT ` + metaColumns + ` FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 2`},
-		{&s.rowsFrom, reader, `SELECT seq, turn, kind, payload, time FROM rows WHERE session_id = ? AND seq >= ? ORDER BY seq`},
-		{&s.tail, reader, `SELECT seq, turn, kind, payload, time FROM rows WHERE session_id = ? ORDER BY seq DESC LIMIT ?`},
-		{&s.exists, reader, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`},
-		{&s.lockHolder, reader, `SELECT pid, host, token, expires_at FROM locks WHERE session_id = ?`},
-	} {
-		if err := s.prepareOne(ctx, p.dst, p.db, p.query); err != nil {
-			return err
-		}
+		{&s.lockRefresh, `UPDATE locks SET expires_at = ? WHERE session_id = ? AND token = ?`},
+		{&s.lockRelease, `DELETE FROM locks WHERE session_id = ? AND token = ?`},
+	}); err != nil {
+		return err
 	}
 	values := `(?, ?, ?, ?, ?, ?)`
 	for n := range insertBatch {
 		q := `INSERT INTO rows (session_id, seq, turn, kind, payload, time) VALUES ` + values + strings.Repeat(`, `+values, n)
-		if err := s.prepareOne(ctx, &s.insertRows[n], writer, q); err != nil {
+		if err := prepareOne(ctx, &s.insertRows[n], writer, q); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *statements) prepareOne(ctx context.Context, dst **sql.Stmt, db *sql.DB, query string) error {
+func (s *statements) prepareReader(ctx context.Context, reader *sql.DB) error {
+	r := &s.rd
+	return s.prepareAll(ctx, reader, []prepared{
+		{&r.prefix, `SELECT ` + metaColumns + ` FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 2`},
+		{&r.rowsFrom, `SELECT seq, turn, kind, payload, time FROM rows WHERE session_id = ? AND seq >= ? ORDER BY seq`},
+		{&r.tail, `SELECT seq, turn, kind, payload, time FROM rows WHERE session_id = ? ORDER BY seq DESC LIMIT ?`},
+		{&r.exists, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`},
+		{&r.lockHolder, `SELECT pid, host, token, expires_at FROM locks WHERE session_id = ?`},
+	})
+}
+
+type prepared struct {
+	dst   **sql.Stmt
+	query string
+}
+
+func (s *statements) prepareAll(ctx context.Context, db *sql.DB, ps []prepared) error {
+	for _, p := range ps {
+		if err := prepareOne(ctx, p.dst, db, p.query); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func prepareOne(ctx context.Context, dst **sql.Stmt, db *sql.DB, query string) error {
+	if *dst != nil { // prepared by an earlier attempt (retryBusy)
+		return nil
+	}
 	st, err := db.PrepareContext(ctx, query)
 	if err != nil {
-		s.close()
 		return fmt.Errorf("prepare %q: %w", query, err)
 	}
 	*dst = st
 	return nil
 }
 
+// close closes the statements, once the reader's are settled.
 func (s *statements) close() error {
+	if s.rdReady != nil {
+		<-s.rdReady
+	}
 	var errs []error
+	r := &s.rd
 	for _, st := range append([]*sql.Stmt{
 		s.touch, s.setTitle, s.lockTake, s.lockSteal, s.lockRefresh, s.lockRelease,
-		s.prefix, s.rowsFrom, s.tail, s.exists, s.lockHolder,
+		r.prefix, r.rowsFrom, r.tail, r.exists, r.lockHolder,
 	}, s.insertRows[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
