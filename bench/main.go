@@ -1,9 +1,11 @@
 // Command bench measures meka against a floor agent (bench/floor, the
 // least a Go ACP agent can do) side by side, in one run, against a
 // zero-latency model server on 127.0.0.1: spawn to initialize, session/new,
-// a prompt's round trip, one-shot wall time, peak RSS and anonymous memory,
-// the first model request's size, and the binaries' sizes. Each figure is
-// the median of -n runs (at least 9). It prints a table and writes JSON.
+// a prompt's round trip, one-shot wall time, the CPU time (user and
+// system) each process spent (which a loaded machine inflates less than
+// wall time), peak RSS and anonymous memory, the first model request's
+// size, and the binaries' sizes. Each figure is the median of -n runs (at
+// least 9). It prints a table and writes JSON.
 //
 //	bench/run                   # or: go run ./bench -n 15 -o /tmp/b.json
 //
@@ -53,6 +55,7 @@ type agent struct {
 // sample is one run of an agent.
 type sample struct {
 	initialize, sessionNew, prompt, oneshot time.Duration
+	acpCPU, oneshotCPU                      time.Duration
 	rssKB, privateKB, oneshotRSSKB          int64
 	requestBytes                            int
 }
@@ -64,6 +67,8 @@ type Result struct {
 	SessionNewMS   float64 `json:"session_new_ms"`
 	PromptMS       float64 `json:"prompt_ms"`
 	OneshotMS      float64 `json:"oneshot_ms"`
+	ACPCPUMS       float64 `json:"acp_cpu_ms"`
+	OneshotCPUMS   float64 `json:"oneshot_cpu_ms"`
 	PeakRSSKB      int64   `json:"peak_rss_kb"`
 	PrivateKB      int64   `json:"anonymous_kb"`
 	OneshotRSSKB   int64   `json:"oneshot_peak_rss_kb"`
@@ -251,6 +256,7 @@ func measure(a agent, env []string, work string, srv *modeltest.Server) (sample,
 		return sm, fmt.Errorf("acp exit: %v\nstderr: %s", err, stderr.String())
 	}
 	sm.rssKB = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	sm.acpCPU = cpu(cmd.ProcessState)
 
 	one := exec.Command(a.bin, append(a.one, "say ok")...)
 	one.Env, one.Dir = env, work
@@ -260,8 +266,12 @@ func measure(a agent, env []string, work string, srv *modeltest.Server) (sample,
 	}
 	sm.oneshot = time.Since(t)
 	sm.oneshotRSSKB = one.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	sm.oneshotCPU = cpu(one.ProcessState)
 	return sm, nil
 }
+
+// cpu is the user and system time a process spent.
+func cpu(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
 
 // client is the least ACP client: one request at a time, notifications
 // skipped.
@@ -339,6 +349,8 @@ func medians(name string, ss []sample) Result {
 		SessionNewMS:  dur(func(s sample) time.Duration { return s.sessionNew }),
 		PromptMS:      dur(func(s sample) time.Duration { return s.prompt }),
 		OneshotMS:     dur(func(s sample) time.Duration { return s.oneshot }),
+		ACPCPUMS:      dur(func(s sample) time.Duration { return s.acpCPU }),
+		OneshotCPUMS:  dur(func(s sample) time.Duration { return s.oneshotCPU }),
 		PeakRSSKB:     num(func(s sample) int64 { return s.rssKB }),
 		PrivateKB:     num(func(s sample) int64 { return s.privateKB }),
 		OneshotRSSKB:  num(func(s sample) int64 { return s.oneshotRSSKB }),
@@ -360,6 +372,8 @@ func printTable(w io.Writer, r Report) {
 	ms("session/new", r.Meka.SessionNewMS, r.Floor.SessionNewMS)
 	ms("prompt (zero-latency model)", r.Meka.PromptMS, r.Floor.PromptMS)
 	ms("one-shot wall time", r.Meka.OneshotMS, r.Floor.OneshotMS)
+	ms("CPU, acp session (user+sys)", r.Meka.ACPCPUMS, r.Floor.ACPCPUMS)
+	ms("CPU, one-shot (user+sys)", r.Meka.OneshotCPUMS, r.Floor.OneshotCPUMS)
 	mb("peak RSS, acp session", r.Meka.PeakRSSKB*1000, r.Floor.PeakRSSKB*1000)
 	mb("anonymous memory, acp session", r.Meka.PrivateKB*1000, r.Floor.PrivateKB*1000)
 	mb("peak RSS, one-shot", r.Meka.OneshotRSSKB*1000, r.Floor.OneshotRSSKB*1000)
