@@ -134,7 +134,8 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 		RelayProviderErrors: a.cfg.Serve.RelayProviderErrors,
 		Version:             version(),
 		IdleTimeout:         a.cfg.Serve.IdleTimeout, SweepInterval: a.cfg.Serve.IdleSweepInterval,
-		Logger: g.logger(), Now: g.now,
+		FeedRetention: a.cfg.Serve.FeedRetention,
+		Logger:        g.logger(), Now: g.now,
 	}
 	if a.sched != nil {
 		opts.Schedules = a.sched.sched

@@ -148,6 +148,7 @@ type feedStore struct {
 		Unfinished(ctx context.Context) ([]storerec.FeedEvent, error)
 		TurnEvents(ctx context.Context, sessionID, turnID string) ([]storerec.FeedEvent, error)
 		Changed() <-chan struct{}
+		Prune(ctx context.Context, before time.Time) (int64, error)
 	}
 }
 
@@ -177,6 +178,9 @@ func (s feedStore) After(ctx context.Context, after int64, sessionID string, lim
 
 func (s feedStore) Bounds(ctx context.Context) (int64, int64, error) { return s.f.Bounds(ctx) }
 func (s feedStore) Changed() <-chan struct{}                         { return s.f.Changed() }
+func (s feedStore) Prune(ctx context.Context, before time.Time) (int64, error) {
+	return s.f.Prune(ctx, before)
+}
 
 func feedEvent(e storerec.FeedEvent) httpapi.Event {
 	return httpapi.Event{ID: e.ID, Entry: httpapi.Entry{SessionID: e.SessionID, Turn: e.Turn, Type: e.Type, Data: e.Data}, Time: e.Time}

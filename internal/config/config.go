@@ -297,6 +297,9 @@ type Serve struct {
 	RelayProviderErrors bool
 	// Webhooks are the endpoints meka serve posts feed events to, by name.
 	Webhooks []Webhook
+	// FeedRetention is how long meka serve keeps feed events (0: forever);
+	// a client resuming from before it gets feed.reset.
+	FeedRetention time.Duration
 }
 
 // Webhook is one [serve.webhooks.NAME] endpoint.
@@ -397,6 +400,7 @@ func Default() *Config {
 			IdleTimeout:         24 * time.Hour,
 			IdleSweepInterval:   5 * time.Minute,
 			RelayProviderErrors: true,
+			FeedRetention:       7 * 24 * time.Hour,
 		},
 		MCP: MCP{
 			DefaultPermission: permission.Unrestricted,

@@ -29,7 +29,7 @@ func TestDefault(t *testing.T) {
 	if !reflect.DeepEqual(c.Schedule, wantSched) {
 		t.Errorf("schedule = %+v, want %+v", c.Schedule, wantSched)
 	}
-	wantServe := Serve{Listen: "127.0.0.1:7878", IdleTimeout: 24 * time.Hour, IdleSweepInterval: 5 * time.Minute, RelayProviderErrors: true}
+	wantServe := Serve{Listen: "127.0.0.1:7878", IdleTimeout: 24 * time.Hour, IdleSweepInterval: 5 * time.Minute, RelayProviderErrors: true, FeedRetention: 7 * 24 * time.Hour}
 	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("serve = %+v, want %+v", c.Serve, wantServe)
 	}
@@ -116,6 +116,7 @@ listen = "[::1]:9000"
 idle_timeout = "30m"
 idle_sweep_interval = "1m"
 relay_provider_errors = false
+feed_retention = "36h"
 
 [mcp]
 default_permission = "read"
@@ -186,7 +187,7 @@ func TestParseFull(t *testing.T) {
 		s.Timezone != "America/New_York" || s.Location == nil || s.Location.String() != "America/New_York" {
 		t.Errorf("schedule = %+v", s)
 	}
-	wantServe := Serve{Listen: "[::1]:9000", IdleTimeout: 30 * time.Minute, IdleSweepInterval: time.Minute, RelayProviderErrors: false}
+	wantServe := Serve{Listen: "[::1]:9000", IdleTimeout: 30 * time.Minute, IdleSweepInterval: time.Minute, RelayProviderErrors: false, FeedRetention: 36 * time.Hour}
 	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("serve = %+v, want %+v", c.Serve, wantServe)
 	}

@@ -383,6 +383,7 @@ func (c *converter) serve(s *Serve, fs *fileServe) {
 	}
 	c.duration(&s.IdleTimeout, key("idle_timeout"), fs.IdleTimeout)
 	c.duration(&s.IdleSweepInterval, key("idle_sweep_interval"), fs.IdleSweepInterval)
+	c.duration(&s.FeedRetention, key("feed_retention"), fs.FeedRetention)
 	if fs.RelayProviderErrors != nil {
 		s.RelayProviderErrors = *fs.RelayProviderErrors
 	}

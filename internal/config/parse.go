@@ -98,6 +98,7 @@ type fileServe struct {
 	IdleTimeout         *string                `toml:"idle_timeout" want:"a duration string such as \"30m\" or \"1h 30m\""`
 	IdleSweepInterval   *string                `toml:"idle_sweep_interval" want:"a duration string such as \"30m\" or \"1h 30m\""`
 	RelayProviderErrors *bool                  `toml:"relay_provider_errors"`
+	FeedRetention       *string                `toml:"feed_retention" want:"a duration string such as \"7d\" or \"36h\""`
 	Webhooks            map[string]fileWebhook `toml:"webhooks" want:"a table of webhooks, one [serve.webhooks.NAME] table each"`
 }
 

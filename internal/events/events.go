@@ -55,7 +55,19 @@ const (
 	ThoughtDelta = "thought.delta"
 	ToolOutput   = "tool.output"
 	UsageUpdated = "usage.updated"
+	// FeedReset tells a stream its cursor is not in the feed: older than
+	// the retention ("expired": it goes on from the oldest kept) or newer
+	// than the newest ("unknown", e.g. a restored database: it goes on
+	// live). The client refetches what it shows.
+	FeedReset = "feed.reset"
 )
+
+// Reset is the data of a feed.reset.
+type Reset struct {
+	Reason   string `json:"reason"` // "expired" or "unknown"
+	OldestID int64  `json:"oldest_id"`
+	LatestID int64  `json:"latest_id"`
+}
 
 // Entry is an event to store: what happened, in which session.
 type Entry struct {
@@ -89,6 +101,9 @@ type Store interface {
 	TurnEvents(ctx context.Context, sessionID, turnID string) ([]Event, error)
 	// Changed is closed at this process's next commit of events.
 	Changed() <-chan struct{}
+	// Prune deletes the oldest events, those stored before before, up to
+	// the first kept, always keeping the newest; it returns how many.
+	Prune(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Frame is one event on the wire: an SSE frame's data, a webhook's body,

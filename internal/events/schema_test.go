@@ -104,6 +104,8 @@ func TestEventsMatchTheSchema(t *testing.T) {
 	validate(t, s, mustJSON(events.Ephemeral(events.SessionStarted, "s1", 0, now,
 		map[string]any{"session_id": "s1", "schema_version": events.SchemaVersion, "cwd": "/w", "resumed": false})))
 
+	validate(t, s, mustJSON(events.Ephemeral(events.FeedReset, "", 0, now, events.Reset{Reason: "expired", OldestID: 7, LatestID: 9})))
+
 	// The schema has teeth: a tool.finished without its status, a
 	// turn.failed without its problem.
 	for _, bad := range []string{
@@ -111,6 +113,7 @@ func TestEventsMatchTheSchema(t *testing.T) {
 		`{"id":"1","type":"hook.finished","timestamp":"2026-01-02T03:04:05Z","session_id":"s","data":{"event":"Stop","source":"f","command":"c","decision":"","duration_ms":1,"stdout":"","stderr":"","truncated":false,"confined":false}}`,
 		`{"type":"turn.failed","timestamp":"2026-01-02T03:04:05Z","session_id":"s","data":{"turn_id":"t","session_id":"s","source":"client","status":"failed","started_at":"2026-01-02T03:04:05Z"}}`,
 		`{"type":"session.started","timestamp":"2026-01-02T03:04:05Z","data":{"cwd":"/w","resumed":false,"schema_version":"1"}}`,
+		`{"type":"feed.reset","timestamp":"2026-01-02T03:04:05Z","data":{"reason":"stale","oldest_id":1,"latest_id":2}}`,
 	} {
 		v, _ := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(bad)))
 		if s.Validate(v) == nil {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -71,6 +72,9 @@ func (s sqliteFeed) TurnEvents(ctx context.Context, id, turnID string) ([]httpap
 	return feedEvents(evs), err
 }
 func (s sqliteFeed) Changed() <-chan struct{} { return s.f.Changed() }
+func (s sqliteFeed) Prune(ctx context.Context, before time.Time) (int64, error) {
+	return s.f.Prune(ctx, before)
+}
 
 func feedEvents(evs []sqlite.FeedEvent) []httpapi.Event {
 	out := make([]httpapi.Event, len(evs))

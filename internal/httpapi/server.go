@@ -45,6 +45,17 @@ type Options struct {
 	// IdleTimeout releases sessions untouched this long, checked every
 	// SweepInterval; zero means never.
 	IdleTimeout, SweepInterval time.Duration
+	// FeedRetention is how long feed events are kept, pruned at start
+	// and every PruneInterval (DefaultPruneInterval when zero); zero
+	// keeps them forever. A cursor older than what is kept gets
+	// feed.reset.
+	FeedRetention, PruneInterval time.Duration
+	// Heartbeat is how often an idle stream writes a keepalive comment
+	// (DefaultHeartbeat when zero), and WriteTimeout how long one write
+	// to a stream may take (DefaultWriteTimeout when zero): a client that
+	// vanished without a FIN, or stopped reading, is found by a write
+	// that does not finish, and its stream released.
+	Heartbeat, WriteTimeout time.Duration
 	// Webhooks are the endpoints feed events are posted to, through
 	// Outbox, which several hosts on one database share.
 	Webhooks []Webhook
@@ -63,8 +74,13 @@ type Options struct {
 	Version string
 }
 
-// DefaultBodyTimeout is Options.BodyTimeout's default.
-const DefaultBodyTimeout = 30 * time.Second
+// Defaults of Options.
+const (
+	DefaultBodyTimeout   = 30 * time.Second
+	DefaultPruneInterval = time.Hour
+	DefaultHeartbeat     = 15 * time.Second
+	DefaultWriteTimeout  = 30 * time.Second
+)
 
 // Server serves the HTTP API. Construct it with New; Serve runs it.
 type Server struct {
@@ -98,6 +114,15 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.PruneInterval <= 0 {
+		opts.PruneInterval = DefaultPruneInterval
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux(),
 		sessions: make(map[string]*attached), idem: make(map[string]*idempotency), subs: make(map[*subscriber]struct{})}
@@ -201,6 +226,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	// Before the first request: a client that reconnects after a crash
 	// finds the turn it waited on ended.
 	s.finishInterrupted(ctx)
+	s.prune(ctx)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -212,6 +238,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	go func() {
 		defer wg.Done()
 		s.deliverWebhooks(ctx, done)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.pruneFeed(ctx, done)
 	}()
 	go func() {
 		<-ctx.Done()
@@ -247,6 +278,39 @@ func (s *Server) sweep(ctx context.Context, done <-chan struct{}) {
 				s.record(ctx, Entry{SessionID: id, Type: "session.released", Data: mustJSON(map[string]string{"reason": "idle"})})
 			}
 		}
+	}
+}
+
+// pruneFeed prunes the feed every PruneInterval (Serve did at start). Several hosts on one database may all prune: deleting
+// what another deleted is a no-op.
+func (s *Server) pruneFeed(ctx context.Context, done <-chan struct{}) {
+	if s.opts.FeedRetention <= 0 {
+		return
+	}
+	t := time.NewTicker(s.opts.PruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.prune(ctx)
+		}
+	}
+}
+
+// prune deletes feed events older than FeedRetention, if it is set.
+func (s *Server) prune(ctx context.Context) {
+	if s.opts.FeedRetention <= 0 {
+		return
+	}
+	n, err := s.opts.Feed.Prune(ctx, s.opts.Now().Add(-s.opts.FeedRetention))
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("prune the feed", "err", err)
+	} else if n > 0 {
+		s.log.Debug("pruned the feed", "events", n)
 	}
 }
 

@@ -1,10 +1,12 @@
 package httpapi
 
 import (
-	"fmt"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
+
+	"meka.dev/meka/internal/events"
 )
 
 // subscriber receives the ephemeral frames of one session, or of every
@@ -77,7 +79,7 @@ const pollInterval = time.Second
 // store, after the client's cursor (Last-Event-ID or ?after=), with their
 // ids; ephemeral frames as they happen, without.
 func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID string) {
-	fl, ok := w.(http.Flusher)
+	_, ok := w.(http.Flusher)
 	if !ok {
 		writeProblem(w, problem{Status: http.StatusNotAcceptable, Code: "streaming-unsupported", Title: "This connection cannot stream"})
 		return
@@ -93,7 +95,7 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 		cursor = r.URL.Query().Get("after")
 	}
 	after := newest
-	var reset map[string]any
+	var reset *events.Reset
 	if cursor != "" {
 		n, err := strconv.ParseInt(cursor, 10, 64)
 		switch {
@@ -101,9 +103,9 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 			writeProblem(w, problem{Status: http.StatusBadRequest, Code: "cursor-invalid", Title: "The event id is not a number"})
 			return
 		case n > newest:
-			reset = map[string]any{"reason": "unknown", "oldest_id": oldest, "latest_id": newest}
+			reset = &events.Reset{Reason: "unknown", OldestID: oldest, LatestID: newest}
 		case oldest > 0 && n < oldest-1:
-			reset = map[string]any{"reason": "expired", "oldest_id": oldest, "latest_id": newest}
+			reset = &events.Reset{Reason: "expired", OldestID: oldest, LatestID: newest}
 			after = oldest - 1
 		default:
 			after = n
@@ -112,18 +114,42 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 	sub := srv.subscribe(sessionID) // before the replay: nothing falls between
 	defer srv.unsubscribe(sub)
 
+	// Every write has a deadline: a client that vanished without a FIN,
+	// or stopped reading, fills the socket's buffers, and the write that
+	// then cannot finish ends the stream, its goroutine and connection.
+	rc := http.NewResponseController(w)
+	send := func(b []byte) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(srv.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return false
+		}
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return true
+	}
+	flush := func() bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(srv.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 3000\n\n")
-	if reset != nil {
-		writeFrame(w, frame{Type: "feed.reset", Timestamp: srv.opts.Now().UTC(), Data: mustJSON(reset)})
+	if !send([]byte("retry: 3000\n\n")) {
+		return
 	}
-	fl.Flush()
+	if reset != nil && !send(appendFrame(nil, frame{Type: events.FeedReset, Timestamp: srv.opts.Now().UTC(), Data: mustJSON(reset)})) {
+		return
+	}
+	if !flush() {
+		return
+	}
 
-	keepalive := time.NewTicker(15 * time.Second)
+	keepalive := time.NewTicker(srv.opts.Heartbeat)
 	defer keepalive.Stop()
 	poll := time.NewTicker(pollInterval)
 	defer poll.Stop()
@@ -151,11 +177,13 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 			}
 			for _, e := range evs {
 				buf = appendFrame(buf[:0], srv.outgoing(e))
-				w.Write(buf)
+				if !send(buf) {
+					return
+				}
 				after = e.ID
 			}
-			if len(evs) > 0 {
-				fl.Flush()
+			if len(evs) > 0 && !flush() {
+				return
 			}
 			if cached {
 				break
@@ -173,21 +201,20 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 				return
 			}
 		case <-keepalive.C:
-			fmt.Fprint(w, ": keepalive\n\n")
-			fl.Flush()
+			if !send([]byte(": keepalive\n\n")) || !flush() {
+				return
+			}
 		case f, open := <-sub.ch:
 			if !open {
 				return // too slow: the client resumes by id
 			}
 			buf = appendFrame(buf[:0], f)
-			w.Write(buf)
-			fl.Flush()
+			if !send(buf) || !flush() {
+				return
+			}
 		}
 	}
 }
-
-// writeFrame writes one SSE frame: id only for durable events.
-func writeFrame(w http.ResponseWriter, f frame) { w.Write(appendFrame(nil, f)) }
 
 // appendFrame appends one SSE frame: its id, its type, and the frame's
 // JSON (events.Frame.AppendJSON) as data.

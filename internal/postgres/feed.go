@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -167,4 +168,35 @@ func (db *DB) feedChanged() {
 		close(db.feedCh)
 		db.feedCh = nil
 	}
+}
+
+// Prune deletes the events stored before before, oldest first up to the
+// first one kept, and the webhook deliveries of the events deleted; the
+// newest event always stays, so ids never restart and a cursor at it is
+// not mistaken for one from another database. It returns how many events
+// it deleted.
+func (f *Feed) Prune(ctx context.Context, before time.Time) (int64, error) {
+	if err := f.db.checkOpen(); err != nil {
+		return 0, fmt.Errorf("prune feed: %w", err)
+	}
+	var n int64
+	err := f.db.inTx(ctx, func(tx pgx.Tx) error {
+		// The first event kept: a prefix goes, so what stays has no holes.
+		var keep int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT id FROM feed WHERE time >= $1 ORDER BY id LIMIT 1), (SELECT max(id) FROM feed), 0)`,
+			before).Scan(&keep); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM feed WHERE id < $1`, keep)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `DELETE FROM webhook_outbox WHERE event_id < $1`, keep)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune feed: %w", reach(err))
+	}
+	return n, nil
 }

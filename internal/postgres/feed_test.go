@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"meka.dev/meka/internal/postgres"
 	"meka.dev/meka/internal/postgres/pgtest"
@@ -115,5 +116,65 @@ func TestFeedUnfinishedTurns(t *testing.T) {
 	}
 	if none, err := db.Feed().TurnEvents(ctx, "a", "b2"); err != nil || len(none) != 0 {
 		t.Fatalf("another session's turn: %+v %v", none, err)
+	}
+}
+
+// Prune deletes a prefix of the feed older than the retention, with its
+// webhook deliveries, and what it leaves survives a restart: the oldest
+// kept id is the feed's lower bound, new ids continue past the newest,
+// and the newest event stays however old it is (as in SQLite).
+func TestFeedRetentionAcrossRestart(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.NewDatabase(t)
+	day0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := day0
+	clock := func() time.Time { return now }
+	db, err := postgres.Open(ctx, url, postgres.Options{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Outbox().Fill(ctx, "hook", nil, now, 100); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for day := range 4 {
+		now = day0.AddDate(0, 0, day)
+		evs, err := db.Feed().Append(ctx, []postgres.FeedEntry{{SessionID: "s", Type: "notice", Data: json.RawMessage(`{}`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, evs[0].ID)
+	}
+	if n, err := db.Outbox().Fill(ctx, "hook", nil, now, 100); err != nil || n != 4 {
+		t.Fatalf("fill: %d %v", n, err)
+	}
+	db.Close()
+
+	db = open(t, url, postgres.Options{Now: clock})
+	if n, err := db.Feed().Prune(ctx, day0.AddDate(0, 0, 2)); err != nil || n != 2 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	db.Close()
+
+	db = open(t, url, postgres.Options{Now: clock})
+	if lo, hi, err := db.Feed().Bounds(ctx); err != nil || lo != ids[2] || hi != ids[3] {
+		t.Fatalf("bounds after a restart %d %d %v, want %d %d", lo, hi, err, ids[2], ids[3])
+	}
+	if evs, err := db.Feed().After(ctx, 0, "", 10); err != nil || len(evs) != 2 || evs[0].ID != ids[2] {
+		t.Fatalf("after 0: %+v %v", evs, err)
+	}
+	ds, err := db.Outbox().Claim(ctx, "me", now, time.Minute, 10)
+	if err != nil || len(ds) != 2 || ds[0].Event.ID != ids[2] || ds[1].Event.ID != ids[3] {
+		t.Fatalf("deliveries left: %+v %v", ds, err)
+	}
+	if n, err := db.Feed().Prune(ctx, now.AddDate(1, 0, 0)); err != nil || n != 1 {
+		t.Fatalf("prune all: %d %v", n, err)
+	}
+	if lo, hi, err := db.Feed().Bounds(ctx); err != nil || lo != ids[3] || hi != ids[3] {
+		t.Fatalf("bounds after pruning all %d %d %v", lo, hi, err)
+	}
+	evs, err := db.Feed().Append(ctx, []postgres.FeedEntry{{Type: "notice", Data: json.RawMessage(`{}`)}})
+	if err != nil || evs[0].ID <= ids[3] {
+		t.Fatalf("next id %+v %v, want past %d", evs, err, ids[3])
 	}
 }

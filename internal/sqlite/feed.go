@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"meka.dev/meka/internal/storerec"
 	"meka.dev/meka/session"
@@ -165,4 +166,39 @@ func (db *DB) feedChanged() {
 		close(db.feedCh)
 		db.feedCh = nil
 	}
+}
+
+// Prune deletes the events stored before before, oldest first up to the
+// first one kept, and the webhook deliveries of the events deleted; the
+// newest event always stays, so ids never restart and a cursor at it is
+// not mistaken for one from another database. It returns how many events
+// it deleted.
+func (f *Feed) Prune(ctx context.Context, before time.Time) (int64, error) {
+	if err := f.db.checkOpen(); err != nil {
+		return 0, fmt.Errorf("prune feed: %w", err)
+	}
+	tx, err := f.db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("prune feed: %w", err)
+	}
+	defer tx.Rollback()
+	// The first event kept: a prefix goes, so what stays has no holes.
+	var keep int64
+	err = tx.QueryRowContext(ctx, `SELECT coalesce((SELECT id FROM feed WHERE time >= ? ORDER BY id LIMIT 1), (SELECT max(id) FROM feed), 0)`,
+		toMicro(before)).Scan(&keep)
+	if err != nil {
+		return 0, fmt.Errorf("prune feed: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM feed WHERE id < ?`, keep)
+	if err != nil {
+		return 0, fmt.Errorf("prune feed: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_outbox WHERE event_id < ?`, keep); err != nil {
+		return 0, fmt.Errorf("prune webhook deliveries: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("prune feed: %w", err)
+	}
+	return n, nil
 }
