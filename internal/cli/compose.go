@@ -168,6 +168,11 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		})
 	}
 	agents := subagent.Sources{UserDir: config.AgentsDir(g.getenv), Logger: log}
+	hooksExt, err := g.hooksExtension(cfg, dataDir, g.mekaState(dataDir), masked, shared)
+	if err != nil {
+		db.Close()
+		return nil, usageError("%v", err)
+	}
 	notices := &mcpNotices{}
 	servers := g.newMCP(cfg, log, notices)
 	h, err := host.New(host.Options{
@@ -175,7 +180,7 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		Profiles: func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
 		Tools:    builtinTools(cfg, g.mekaState(dataDir), masked, shared, dataDir),
 		Extensions: append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents), memoryExtension(db),
-			g.hooksExtension(cfg, dataDir, g.mekaState(dataDir), masked, shared))...),
+			hooksExt)...),
 		Definitions:   definitions(agents),
 		Deny:          cfg.Tools.Deny,
 		Permissions:   perms,

@@ -21,13 +21,21 @@ func init() { extraCommands = append(extraCommands, newTrustCmd) }
 // hooksExtension runs the person's hooks: ~/.claude/settings.json and,
 // once the workspace is trusted, its .claude and .meka settings files,
 // read once as the session opens.
-func (g *globals) hooksExtension(cfg *config.Config, dataDir string, protected, masked, shared []string) host.ExtensionFunc {
+func (g *globals) hooksExtension(cfg *config.Config, dataDir string, protected, masked, shared []string) (host.ExtensionFunc, error) {
+	var own hooks.Settings
+	if len(cfg.Hooks) > 0 {
+		s, err := hooks.FromConfig(cfg.File, cfg.Hooks)
+		if err != nil {
+			return nil, err
+		}
+		own = s
+	}
 	home := g.getenv("HOME")
 	trust := hooks.Trust{Path: filepath.Join(dataDir, hooks.TrustFile)}
 	env := sandbox.ConfinedEnv(os.Environ(), cfg.Permissions.EnvPassthrough)
 	return func(e host.Env) (host.Extension, error) {
 		ws := e.Meta.Cwd
-		set, err := hooks.Discover(hooks.Sources{Home: home, Workspace: ws})
+		set, err := hooks.Discover(hooks.Sources{Config: own, ConfigFile: cfg.File, Home: home, Workspace: ws})
 		var pending []session.Entry
 		if err != nil {
 			pending = append(pending, session.Notice{Severity: session.SeverityWarning,
@@ -69,7 +77,7 @@ func (g *globals) hooksExtension(cfg *config.Config, dataDir string, protected, 
 				}},
 		})
 		return h.Extension(), nil
-	}
+	}, nil
 }
 
 // untrustedNotice lists the hooks an untrusted workspace would run.

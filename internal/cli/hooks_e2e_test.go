@@ -106,3 +106,41 @@ func writeHookFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// meka's own [hooks] table has Claude Code's shape in TOML; a malformed
+// one is refused naming the file and the key.
+func TestConfigHooksEndToEnd(t *testing.T) {
+	s, err := script.Parse([]byte(`{"rounds":[{"text":"never"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := modeltest.NewServer(t, s)
+	env := isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1")
+	home := strings.TrimPrefix(env[0], "HOME=")
+	cfgFile := filepath.Join(home, "config", "meka", "config.toml")
+	writeHookFile(t, cfgFile, `
+[[hooks.UserPromptSubmit]]
+[[hooks.UserPromptSubmit.hooks]]
+type = "command"
+command = "echo 'ask in the team channel instead' >&2; exit 2"
+timeout = 5
+`)
+	_, errOut, _ := run(t, t.TempDir(), env, "--oneshot", "deploy to prod")
+	if !strings.Contains(errOut, "ask in the team channel instead") {
+		t.Fatalf("stderr %q", errOut)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d model requests for a refused prompt", n)
+	}
+
+	writeHookFile(t, cfgFile, `
+[[hooks.Stop]]
+[[hooks.Stop.hooks]]
+type = "prompt"
+prompt = "is it done?"
+`)
+	_, errOut, code := run(t, t.TempDir(), env, "--oneshot", "hi")
+	if code == 0 || !strings.Contains(errOut, cfgFile) || !strings.Contains(errOut, "hooks.Stop[0].hooks[0].type") {
+		t.Fatalf("code %d stderr %q", code, errOut)
+	}
+}

@@ -102,6 +102,9 @@ type Config struct {
 	Store        Store
 	Agents       Agents
 	Telemetry    Telemetry
+	// Hooks is the [hooks] table as decoded: Claude Code's hooks object
+	// (event names to [{matcher, hooks}] entries) and meka's confine key.
+	Hooks map[string]any
 	// Settings are the keys the file set, in document order; empty for
 	// Default.
 	Settings []Setting

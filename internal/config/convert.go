@@ -129,6 +129,7 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 			c.fail(keyPath("telemetry", "otlp_endpoint"), nil, "%s", err)
 		}
 	}
+	cfg.Hooks = f.Hooks
 	if f.Telemetry.LogContent != nil {
 		cfg.Telemetry.LogContent = *f.Telemetry.LogContent
 	}

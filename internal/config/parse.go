@@ -28,6 +28,9 @@ type fileConfig struct {
 	Store          fileStore              `toml:"store"`
 	Agents         fileAgents             `toml:"agents"`
 	Telemetry      fileTelemetry          `toml:"telemetry"`
+	// Hooks is Claude Code's hooks object in TOML; its shape is checked
+	// where it is read (internal/hooks), which knows Claude Code's format.
+	Hooks map[string]any `toml:"hooks" want:"a table of hook events, Claude Code's \"hooks\" object in TOML ([[hooks.PreToolUse]] tables)"`
 }
 
 type fileTelemetry struct {
