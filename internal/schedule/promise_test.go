@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -266,5 +267,54 @@ func TestDefaultMaxJobs(t *testing.T) {
 	res := e.call(schedule.CreateToolName, sid, permission.Read, `{"prompt": "one more", "in": "1h"}`)
 	if !res.IsError || !strings.Contains(text(res), "already has 50 jobs") {
 		t.Errorf("the 51st job: %s", text(res))
+	}
+}
+
+// storeFaults is a store whose claims come back empty (another host was
+// first) or whose advances fail.
+type storeFaults struct {
+	schedule.Store
+	loseClaims  bool
+	failAdvance error
+}
+
+func (s *storeFaults) Claim(ctx context.Context, c schedule.Claim) ([]schedule.Job, error) {
+	if s.loseClaims {
+		return nil, nil
+	}
+	return s.Store.Claim(ctx, c)
+}
+
+func (s *storeFaults) Advance(ctx context.Context, id, owner string, a schedule.Advance) (bool, error) {
+	if s.failAdvance != nil {
+		return false, s.failAdvance
+	}
+	return s.Store.Advance(ctx, id, owner, a)
+}
+
+// A due job another host claimed first is counted lost and not fired; a
+// store that fails to move a job on fails the sweep, whether the job
+// fired or was withheld.
+func TestSweepCountsLostAndReportsStoreFailures(t *testing.T) {
+	faults := &storeFaults{}
+	e := newEnv(t, func(o *schedule.Options) { faults.Store = o.Store; o.Store = faults })
+	sid := e.session(permission.Read)
+	e.insert(schedule.Job{SessionID: sid, Kind: schedule.KindEvery, Spec: "1m", Interval: time.Minute, NextAt: t0})
+
+	faults.loseClaims = true
+	if res, err := e.sched.Sweep(t.Context(), t0); err != nil || res.Lost != 1 || res.Fired != 0 {
+		t.Errorf("claim lost: %+v, %v", res, err)
+	}
+	faults.loseClaims = false
+
+	broken := errors.New("disk full")
+	faults.failAdvance = broken
+	if res, err := e.sched.Sweep(t.Context(), t0); !errors.Is(err, broken) || res.Fired != 1 {
+		t.Errorf("advance failing after a fire: %+v, %v; want the store's error", res, err)
+	}
+	// Withheld: the occurrence is spent, and that fails too.
+	e.firer.setLevel(sid, permission.None)
+	if res, err := e.sched.Sweep(t.Context(), t0.Add(2*time.Hour)); !errors.Is(err, broken) || res.Withheld != 1 {
+		t.Errorf("advance failing for a withheld job: %+v, %v; want the store's error", res, err)
 	}
 }
