@@ -35,6 +35,9 @@ const (
 	PlanUpdated      = "plan.updated"
 	Notice           = "notice"
 	ContextCompacted = "context.compacted"
+	// ContextCompacting says a compaction is starting (no row: what is
+	// summarized is not decided until it lands).
+	ContextCompacting = "context.compacting"
 	// HookFinished is one run of a person's hook (a session.HookRun row).
 	HookFinished = "hook.finished"
 

@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"meka.dev/meka/agent"
 
 	"meka.dev/meka/model"
 	"meka.dev/meka/plan"
@@ -53,7 +54,7 @@ func FromRows(sessionID string, rows []session.Row) []Entry {
 		case session.HookRun:
 			add(r, HookFinished, HookData(e))
 		case session.Compaction:
-			add(r, ContextCompacted, map[string]any{"status": "completed", "kept_from_row": e.KeptFrom})
+			add(r, ContextCompacted, CompactedData(e))
 		}
 	}
 	return out
@@ -160,4 +161,30 @@ func orEmpty(b json.RawMessage) []byte {
 		return []byte("{}")
 	}
 	return b
+}
+
+// CompactedData is context.compacted's payload: what the row records of
+// the compaction, what it dropped included.
+func CompactedData(c session.Compaction) map[string]any {
+	d := map[string]any{"status": "completed", "kept_from_row": c.KeptFrom}
+	if c.Trigger != "" {
+		d["trigger"] = c.Trigger
+	}
+	if c.Focus != "" {
+		d["focus"] = c.Focus
+	}
+	if c.Dropped != nil {
+		d["dropped"] = *c.Dropped
+	}
+	return d
+}
+
+// CompactingData is context.compacting's payload: why a compaction
+// starts and how full the window was.
+func CompactingData(ev agent.CompactionStarted) map[string]any {
+	d := map[string]any{"trigger": ev.Trigger, "tokens_before": ev.TokensBefore}
+	if ev.Focus != "" {
+		d["focus"] = ev.Focus
+	}
+	return d
 }

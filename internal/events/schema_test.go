@@ -68,7 +68,8 @@ func TestEventsMatchTheSchema(t *testing.T) {
 			Content: model.Parts{model.Text{Text: "added"}}, State: json.RawMessage(`{"Items":[{"id":"1","text":"x","status":"pending"}]}`)}},
 		{Seq: 4, Turn: 1, Entry: session.ToolResult{CallID: "c2", Name: "shell", Status: session.StatusRefused, Content: model.Parts{model.Text{Text: "no"}}}},
 		{Seq: 5, Turn: 1, Entry: session.Notice{Severity: session.SeverityWarning, Title: "nudge", Description: "open items"}},
-		{Seq: 6, Turn: 2, Entry: session.Compaction{Summary: "s", KeptFrom: 5}},
+		{Seq: 6, Turn: 2, Entry: session.Compaction{Summary: "s", KeptFrom: 5, Trigger: "manual", Focus: "tests",
+			Dropped: &session.Dropped{Turns: 1, Messages: 3, ToolOutputs: 2, Bytes: 90, ToolOutputBytes: 40}}},
 		{Seq: 7, Turn: 2, Entry: session.HookRun{Event: "PreToolUse", Matcher: "Bash", Tool: "Bash", CallID: "c3",
 			Source: "/w/.claude/settings.json", Command: "./guard.sh", Exit: 2, Decision: "block", Reason: "no", DurationMS: 3, Stderr: "no\n"}},
 	}
@@ -83,6 +84,8 @@ func TestEventsMatchTheSchema(t *testing.T) {
 			t.Errorf("no %s from the rows", typ)
 		}
 	}
+
+	validate(t, s, mustFrame(events.ContextCompacting, events.CompactingData(agent.CompactionStarted{Trigger: "auto", TokensBefore: 900}), now))
 
 	turn := events.Turn{ID: "t1", SessionID: "s1", Source: "client", Status: "running", StartedAt: now}
 	turn.End(agent.Result{Stop: agent.StopEndTurn, Usage: model.Usage{InputTokens: 3, OutputTokens: 4}}, now, false)

@@ -640,6 +640,12 @@ func (s *Session) Cancel() {
 // Compact summarizes older turns now.
 func (s *Session) Compact(ctx context.Context) error { return s.engine.Compact(ctx) }
 
+// CompactFocus summarizes older turns now, keeping focus in particular
+// (/compact focus).
+func (s *Session) CompactFocus(ctx context.Context, focus string) error {
+	return s.engine.CompactFocus(ctx, focus)
+}
+
 func (s *Session) close(ctx context.Context) error {
 	// Closed first, so that no turn starts between the wait and the
 	// release.

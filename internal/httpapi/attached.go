@@ -117,6 +117,8 @@ func (a *attached) event(ev agent.Event) {
 			typ = "task.finished"
 		}
 		a.srv.record(context.Background(), Entry{SessionID: id, Type: typ, Data: mustJSON(taskViewOf(id, ev.Task, a.srv.opts.Now()))})
+	case agent.CompactionStarted:
+		a.srv.broadcast(id, events.ContextCompacting, events.CompactingData(ev))
 	case agent.TurnStarted:
 		a.turnStarted(ev)
 	case agent.TurnEnded:

@@ -156,6 +156,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/sessions/{id}/messages", s.messages)
 	m.HandleFunc("GET /v1/sessions/{id}/export", s.export)
 	m.HandleFunc("POST /v1/sessions/{id}/turns", s.startTurn)
+	m.HandleFunc("POST /v1/sessions/{id}/compact", s.compact)
 	m.HandleFunc("GET /v1/sessions/{id}/turns/{tid}", s.getTurn)
 	m.HandleFunc("POST /v1/sessions/{id}/turns/{tid}/cancel", s.cancelTurn)
 	m.HandleFunc("POST /v1/sessions/{id}/inbox", s.inbox)

@@ -129,6 +129,8 @@ func (srv *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 func (srv *Server) startTurnOnce(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Input []inputBlock `json:"input"`
+		// Pin keeps the words verbatim through every compaction.
+		Pin bool `json:"pin"`
 	}
 	if !srv.decode(w, r, &body) {
 		return
@@ -143,7 +145,7 @@ func (srv *Server) startTurnOnce(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	t, err := a.start(session.UserMessage{Parts: ps})
+	t, err := a.start(session.UserMessage{Parts: ps, Pinned: body.Pin})
 	if err != nil {
 		srv.fail(w, r, err)
 		return
@@ -334,4 +336,38 @@ var errBusyTurn = errors.New("another turn took the session first")
 func (srv *Server) turnProblem(err error) problem {
 	srv.log.Info("turn failed", "err", err)
 	return events.TurnProblem(err, srv.opts.RelayProviderErrors)
+}
+
+// compact summarizes the session's older turns now, as /compact does: it
+// answers once the compaction landed (context.compacted on the feed) or
+// failed.
+func (srv *Server) compact(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Focus string `json:"focus"`
+	}
+	if !srv.decode(w, r, &body) {
+		return
+	}
+	a, ok := srv.held(w, r)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	busy := a.current != nil || a.next != nil
+	a.mu.Unlock()
+	if busy {
+		srv.fail(w, r, agent.ErrBusy)
+		return
+	}
+	switch err := a.s.CompactFocus(r.Context(), body.Focus); {
+	case errors.Is(err, agent.ErrNothingToCompact):
+		writeProblem(w, problem{Status: http.StatusConflict, Code: "nothing-to-compact", Title: "Nothing to compact", Detail: err.Error()})
+	case err != nil && errors.Is(err, agent.ErrBusy):
+		srv.fail(w, r, err)
+	case err != nil:
+		writeProblem(w, problem{Status: http.StatusBadGateway, Code: "compaction-failed", Title: "The compaction failed; the conversation is unchanged", Where: "meka log"})
+		srv.log.Warn("compaction failed", "session_id", a.s.ID(), "err", err)
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "completed"})
+	}
 }

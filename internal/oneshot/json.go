@@ -113,6 +113,10 @@ func (j *jsonOut) drain(ctx context.Context) {
 
 // event records the turn events the engine's events make.
 func (j *jsonOut) event(ev agent.Event) {
+	if ev, ok := ev.(agent.CompactionStarted); ok {
+		j.write(events.Ephemeral(events.ContextCompacting, j.sid, 0, j.now(), events.CompactingData(ev)))
+		return
+	}
 	if ev, ok := ev.(agent.TurnStarted); ok {
 		t := &events.Turn{ID: uuid.Must(uuid.NewV7()).String(), SessionID: j.sid, Source: events.Source(ev.Input.Source),
 			Status: "running", StartedAt: j.now().UTC()}

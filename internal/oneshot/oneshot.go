@@ -180,9 +180,12 @@ func (r *renderer) event(ev agent.Event) {
 			line += ": " + n.Description
 		}
 		fmt.Fprintln(r.err, line)
+	case agent.CompactionStarted:
+		r.breakLine()
+		fmt.Fprintln(r.err, "meka: compacting the conversation…")
 	case agent.Compacted:
 		r.breakLine()
-		fmt.Fprintln(r.err, "meka: compacted the conversation")
+		fmt.Fprintf(r.err, "meka: compacted the conversation (dropped %s)\n", ev.Dropped)
 	default:
 		if r.plan != nil {
 			if s, ok := r.plan(ev); ok {
