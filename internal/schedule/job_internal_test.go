@@ -43,3 +43,22 @@ func TestProbeBuffers(t *testing.T) {
 		t.Errorf("limited kept %q, want the first 10 bytes", got)
 	}
 }
+
+func TestUntil(t *testing.T) {
+	now := time.Date(2026, 8, 11, 13, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{12 * time.Minute, "in 12m0s"},
+		{time.Second, "in 1s"},
+		{0, "due now"},
+		{-999 * time.Millisecond, "due now"},
+		{-3 * time.Minute, "3m0s overdue"},
+		{-(24*time.Hour + time.Hour + 5*time.Minute), "25h0m0s overdue"},
+	} {
+		if got := Until(now.Add(tc.d), now, time.Duration.String); got != tc.want {
+			t.Errorf("Until(now%+v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
