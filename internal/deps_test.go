@@ -96,7 +96,9 @@ var allowed = map[string][]string{
 	// L5: front doors never import each other.
 	"internal/acp/jsonrpc": {},
 	"internal/acp":         {"internal/acp/jsonrpc", "internal/imaging", "internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/events"},
-	"internal/httpapi":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/events", "internal/archive"},
+	"internal/httpapi":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/events", "internal/archive", "internal/httpapi/web"},
+	// The browser app httpapi serves: assets and login codes, none of meka.
+	"internal/httpapi/web": {},
 	"internal/repl":        {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe", "internal/events"},
 	"internal/oneshot":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe", "internal/events"},
 	// meka doctor's checks: the endpoint through the provider, the

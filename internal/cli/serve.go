@@ -2,12 +2,15 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,16 +36,19 @@ else holds, and lets programs drive sessions over HTTP (sessions, turns, a
 durable server-sent event feed, approvals, schedules, tasks).
 
 It listens on [serve] listen (default 127.0.0.1:7878; --listen overrides it,
-port 0 picks one) and requires a bearer token on every route but /v1/health,
+port 0 picks one; beyond loopback only with [serve] tls_cert and tls_key) and
+requires a bearer token on every route but /v1/health,
 loopback included. The token lives in serve.token in the data directory
 (created 0600; meka serve token prints it); serve.json there says where the
-server listens. The OpenAPI document is served at /v1/openapi.json.`,
+server listens. The OpenAPI document is served at /v1/openapi.json; the web
+app at /, signed in with a one-time link from meka serve url.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, listen)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "host:port to listen on (default [serve] listen)")
+	cmd.AddCommand(newServeURLCmd(g))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "token",
 		Short: "print the bearer token meka serve requires",
@@ -117,8 +123,18 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 	}
 	defer l.Close()
 	addr := l.Addr().(*net.TCPAddr)
-	if !addr.IP.IsLoopback() {
-		fmt.Fprintf(g.stderr, "meka serve: listening on %s, beyond this machine: every request needs the token, and traffic is not encrypted; prefer an SSH tunnel\n", addr)
+	scheme := "http"
+	if a.cfg.Serve.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(a.cfg.Serve.TLSCert, a.cfg.Serve.TLSKey)
+		if err != nil {
+			return &exitError{code: 1, err: fmt.Errorf("[serve] tls_cert, tls_key: %w", err)}
+		}
+		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		scheme = "https"
+	} else if !addr.IP.IsLoopback() {
+		// The token and the browser's cookie would cross the network in
+		// clear text.
+		return &exitError{code: 1, err: fmt.Errorf("[serve] listen %s is beyond this machine: set [serve] tls_cert and tls_key, or listen on 127.0.0.1 and reach it over an SSH tunnel", listen)}
 	}
 	prof, err := a.cfg.ResolveProfile(g.profile, g.getenv)
 	if err != nil {
@@ -148,7 +164,7 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	url := "http://" + addr.String()
+	url := scheme + "://" + addr.String()
 	info, _ := json.MarshalIndent(map[string]any{"url": url, "pid": os.Getpid(), "started_at": g.now().UTC().Format(time.RFC3339),
 		"token_file": filepath.Join(dir, "serve.token")}, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "serve.json"), append(info, '\n'), 0o600); err != nil {
@@ -205,4 +221,87 @@ func readPrivate(path, what string) ([]byte, error) {
 		return nil, fmt.Errorf("the %s %s can be read by others (mode %v); chmod 600 it", what, path, perm)
 	}
 	return io.ReadAll(f)
+}
+
+// newServeURLCmd is `meka serve url`: a one-time login link for the web
+// app of the running server. The code is in the URL's fragment, which a
+// browser never sends, so it reaches no server log; the page spends it
+// once for a session cookie.
+func newServeURLCmd(g *globals) *cobra.Command {
+	var sessionID string
+	cmd := &cobra.Command{
+		Use:   "url",
+		Short: "print a one-time login link for the web app of the running meka serve",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := g.dataDirectory()
+			if err != nil {
+				return err
+			}
+			link, err := serveLoginLink(cmd.Context(), dir, sessionID)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			fmt.Fprintln(g.stdout, link)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&sessionID, "session", "", "open this session when the link is followed")
+	return cmd
+}
+
+// serveLoginLink asks the server that serve.json names for a login code
+// with the token, and returns the link: 127.0.0.1 and the server's port,
+// the code in the fragment.
+func serveLoginLink(ctx context.Context, dataDir, sessionID string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "serve.json"))
+	if err != nil {
+		return "", fmt.Errorf("no meka serve is running on this data directory (%w)", err)
+	}
+	var info struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return "", fmt.Errorf("read serve.json: %w", err)
+	}
+	u, err := url.Parse(info.URL)
+	if err != nil || u.Port() == "" {
+		return "", fmt.Errorf("serve.json names no server URL: %q", info.URL)
+	}
+	tok, err := serveToken(dataDir)
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+		u.Host = net.JoinHostPort("127.0.0.1", u.Port())
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", u.String()+"/v1/login-links", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	client := http.DefaultClient
+	if ip := net.ParseIP(u.Hostname()); u.Scheme == "https" && ip != nil && ip.IsLoopback() {
+		// The certificate names the machine's public name, not 127.0.0.1;
+		// the token goes only to this machine's loopback.
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("ask meka serve for a login code: %w", err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Code  string `json:"code"`
+		Title string `json:"title"`
+	}
+	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<16)).Decode(&out); err != nil || res.StatusCode != http.StatusCreated || out.Code == "" {
+		return "", fmt.Errorf("meka serve refused a login code: %s %s", res.Status, out.Title)
+	}
+	frag := url.Values{"code": {out.Code}}
+	if sessionID != "" {
+		frag.Set("session", sessionID)
+	}
+	u.Path, u.RawQuery, u.Fragment = "/", "", ""
+	return u.String() + "#" + frag.Encode(), nil
 }

@@ -303,6 +303,10 @@ type Serve struct {
 	// FeedRetention is how long meka serve keeps feed events (0: forever);
 	// a client resuming from before it gets feed.reset.
 	FeedRetention time.Duration
+	// TLSCert and TLSKey are PEM files, resolved against the config file's
+	// directory; set both to serve HTTPS. A listen address beyond loopback
+	// requires them.
+	TLSCert, TLSKey string
 }
 
 // Webhook is one [serve.webhooks.NAME] endpoint.

@@ -388,6 +388,23 @@ func (c *converter) serve(s *Serve, fs *fileServe) {
 	if fs.RelayProviderErrors != nil {
 		s.RelayProviderErrors = *fs.RelayProviderErrors
 	}
+	resolve := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		if *p == "" || filepath.IsAbs(*p) || c.file == "" {
+			return *p
+		}
+		return filepath.Join(filepath.Dir(c.file), *p)
+	}
+	s.TLSCert, s.TLSKey = resolve(fs.TLSCert), resolve(fs.TLSKey)
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		k := "tls_key"
+		if s.TLSCert == "" {
+			k = "tls_cert"
+		}
+		c.fail(key(k), nil, "set both tls_cert and tls_key, or neither")
+	}
 	names := make([]string, 0, len(fs.Webhooks))
 	for name := range fs.Webhooks {
 		names = append(names, name)

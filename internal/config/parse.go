@@ -102,6 +102,8 @@ type fileServe struct {
 	IdleSweepInterval   *string                `toml:"idle_sweep_interval" want:"a duration string such as \"30m\" or \"1h 30m\""`
 	RelayProviderErrors *bool                  `toml:"relay_provider_errors"`
 	FeedRetention       *string                `toml:"feed_retention" want:"a duration string such as \"7d\" or \"36h\""`
+	TLSCert             *string                `toml:"tls_cert" want:"the path of a PEM certificate file"`
+	TLSKey              *string                `toml:"tls_key" want:"the path of a PEM private key file"`
 	Webhooks            map[string]fileWebhook `toml:"webhooks" want:"a table of webhooks, one [serve.webhooks.NAME] table each"`
 }
 

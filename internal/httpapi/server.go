@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/httpapi/web"
 	"meka.dev/meka/internal/schedule"
 )
 
@@ -72,6 +73,9 @@ type Options struct {
 	Now         func() time.Time
 	// Version is meka's, for the ATIF trajectories export writes.
 	Version string
+	// LoginCodeTTL and LoginSessionTTL bound a login link and the browser
+	// session it is exchanged for; web's defaults when zero.
+	LoginCodeTTL, LoginSessionTTL time.Duration
 }
 
 // Defaults of Options.
@@ -87,6 +91,9 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	mux  *http.ServeMux
+	app  http.Handler // the browser app's assets
+	// logins are the browser app's login codes and cookie sessions.
+	logins *web.Logins
 
 	mu       sync.Mutex              // guards sessions and idem
 	sessions map[string]*attached    // sessions this server attached to
@@ -127,6 +134,8 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux(),
 		sessions: make(map[string]*attached), idem: make(map[string]*idempotency), subs: make(map[*subscriber]struct{})}
 	s.cache.feed = opts.Feed
+	s.app = web.Handler()
+	s.logins = web.NewLogins(opts.Now, opts.LoginCodeTTL, opts.LoginSessionTTL)
 	s.routes()
 	return s, nil
 }
@@ -147,6 +156,9 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	m.HandleFunc("GET /v1/openapi.json", s.openapi)
+	m.HandleFunc("POST /v1/login-links", s.createLoginLink)
+	m.HandleFunc("POST /v1/login", s.login)
+	m.HandleFunc("POST /v1/logout", s.logout)
 	m.HandleFunc("POST /v1/sessions", s.createSession)
 	m.HandleFunc("GET /v1/sessions", s.listSessions)
 	m.HandleFunc("GET /v1/sessions/{id}", s.getSession)
@@ -173,9 +185,12 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /v1/schedule/{job}", s.deleteJob)
 }
 
-// ServeHTTP checks the request's origin, host and token, then serves it.
+// ServeHTTP checks the request's origin, host and credentials, then
+// serves it. The browser app's assets and the login exchange need none:
+// the assets hold no data and the login's code is a credential.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.opts.Origins, o) {
+	web.SetSecurityHeaders(w.Header())
+	if o := r.Header.Get("Origin"); o != "" && o != selfOrigin(r) && !slices.Contains(s.opts.Origins, o) {
 		writeProblem(w, problem{Status: http.StatusForbidden, Code: "origin-not-allowed", Title: "The request's Origin is not allowed"})
 		return
 	}
@@ -183,10 +198,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem{Status: http.StatusForbidden, Code: "host-not-allowed", Title: "The Host header must name a loopback address"})
 		return
 	}
-	if r.URL.Path != "/v1/health" && !s.authorized(r) {
+	if !strings.HasPrefix(r.URL.Path, "/v1/") {
+		s.app.ServeHTTP(w, r)
+		return
+	}
+	if r.URL.Path != "/v1/health" && r.URL.Path != "/v1/login" && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="meka"`)
 		writeProblem(w, problem{Status: http.StatusUnauthorized, Code: "unauthenticated", Title: "A valid bearer token is required",
-			Detail: "Send Authorization: Bearer <token>; meka serve token prints it. Tokens in the query string are refused."})
+			Detail: "Send Authorization: Bearer <token>; meka serve token prints it, meka serve url prints a login link for a browser. Tokens in the query string are refused."})
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
@@ -201,8 +220,10 @@ func (s *Server) authorized(r *http.Request) bool {
 		return false // a token in a URL lands in logs
 	}
 	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1
+	if tok, ok := strings.CutPrefix(h, "Bearer "); ok {
+		return subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1
+	}
+	return h == "" && s.cookieAuthorized(r)
 }
 
 // loopbackHost reports whether a Host header names localhost or a
