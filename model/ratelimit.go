@@ -1,10 +1,13 @@
 package model
 
 import (
+	"context"
 	"fmt"
+	"iter"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -111,5 +114,49 @@ func RateLimited(h http.Header, now time.Time, emit func(Event) bool) func(Event
 			ev = c
 		}
 		return emit(ev)
+	}
+}
+
+// RateBook keeps the newest rate limit a profile's responses reported,
+// for every session on the profile: the limits are the account's, not
+// one session's. It is safe for concurrent use.
+type RateBook struct {
+	mu   sync.Mutex
+	last *RateLimit
+}
+
+// Last is the newest rate limit recorded; nil before any.
+func (b *RateBook) Last() *RateLimit {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
+}
+
+func (b *RateBook) record(r *RateLimit) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil || !r.At.Before(b.last.At) {
+		b.last = r
+	}
+}
+
+// WithRateBook returns p recording in b the rate limit of every response.
+func WithRateBook(p Provider, b *RateBook) Provider { return &booked{Provider: p, book: b} }
+
+type booked struct {
+	Provider
+	book *RateBook
+}
+
+func (p *booked) Stream(ctx context.Context, req *Request) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for ev, err := range p.Provider.Stream(ctx, req) {
+			if c, ok := ev.(Completed); ok && c.Response.RateLimit != nil {
+				p.book.record(c.Response.RateLimit)
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
 	}
 }

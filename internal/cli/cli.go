@@ -11,12 +11,14 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/telemetry"
+	"meka.dev/meka/model"
 )
 
 // exitError carries an exit status out of a subcommand.
@@ -41,7 +43,10 @@ func usageError(format string, args ...any) error {
 // globals are the root flags every subcommand sees.
 type globals struct {
 	// tel exports telemetry; nil when it is off.
-	tel        *telemetry.Telemetry
+	tel *telemetry.Telemetry
+	// books are the profiles' rate-limit books (rateBook).
+	booksMu    sync.Mutex
+	books      map[string]*model.RateBook
 	configFile string
 	dataDir    string
 	profile    string

@@ -232,7 +232,8 @@ func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, e
 		return host.Profile{}, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	ps := prices(cfg)
-	prov = model.WithPrices(prov, ps, p.Model)
+	book := g.rateBook(p.Name)
+	prov = model.WithRateBook(model.WithPrices(prov, ps, p.Model), book)
 	if len(p.Fallback) > 0 {
 		// Each session gets its own chain: a move down it sticks to the
 		// session until /profile or a new one.
@@ -246,7 +247,7 @@ func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, e
 			if err != nil {
 				return host.Profile{}, fmt.Errorf("profile %s: fallback %s: %w", p.Name, fp.Name, err)
 			}
-			chain = append(chain, model.Profile{Name: fp.Name, Provider: model.WithPrices(fprov, ps, fp.Model), Model: fp.Model})
+			chain = append(chain, model.Profile{Name: fp.Name, Provider: model.WithRateBook(model.WithPrices(fprov, ps, fp.Model), g.rateBook(fp.Name)), Model: fp.Model})
 		}
 		prov = model.NewFallback(chain)
 	}
@@ -256,8 +257,24 @@ func (g *globals) buildProfile(cfg *config.Config, name string) (host.Profile, e
 	return host.Profile{
 		Name: p.Name, Provider: prov, Model: p.Model,
 		ContextWindow: p.ContextWindow, MaxOutputTokens: p.MaxOutputTokens, MaxRequestBytes: p.MaxRequestBytes, Vision: p.Vision,
-		ReasoningEffort: p.ReasoningEffort,
+		ReasoningEffort: p.ReasoningEffort, RateLimits: book.Last,
 	}, nil
+}
+
+// rateBook is the rate-limit book of the profile named, one per process:
+// every session on a profile shares what its responses said.
+func (g *globals) rateBook(profile string) *model.RateBook {
+	g.booksMu.Lock()
+	defer g.booksMu.Unlock()
+	if g.books == nil {
+		g.books = map[string]*model.RateBook{}
+	}
+	b, ok := g.books[profile]
+	if !ok {
+		b = &model.RateBook{}
+		g.books[profile] = b
+	}
+	return b
 }
 
 // prices is the built-in price table under the config's [models."ID"]

@@ -44,6 +44,10 @@ type Profile struct {
 	// ReasoningEffort is the profile's reasoning_effort, for /status; the
 	// provider already has it.
 	ReasoningEffort string
+	// RateLimits, when set, is the newest rate limit any session on the
+	// profile was told; /status shows it until the session's own calls
+	// say more.
+	RateLimits func() *model.RateLimit
 }
 
 // DefaultMaxRequestBytes bounds a prompt when the profile sets no bound: a

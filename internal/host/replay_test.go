@@ -164,3 +164,36 @@ func TestStatusRateLimits(t *testing.T) {
 		t.Fatalf("status:\n%s", got)
 	}
 }
+
+// A profile's rate limits are the account's: a session that has not
+// called the model yet shows what another session on the profile was
+// told.
+func TestStatusRateLimitsOfTheProfile(t *testing.T) {
+	f := newFixture(t, `[]`)
+	srv := modeltest.NewServer(t, parseScript(t, `[{"text":"hi"}]`))
+	srv.SetHeader("x-ratelimit-limit-tokens", "1000")
+	srv.SetHeader("x-ratelimit-remaining-tokens", "10")
+	book := &model.RateBook{}
+	prov := model.WithRateBook(responses.New(responses.Options{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}), book)
+	f.opts.Profiles = func(string) (host.Profile, error) {
+		return host.Profile{Name: "test", Provider: prov, RateLimits: book.Last}, nil
+	}
+	h := f.host(t)
+	first, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(second.Status(), "Rate limits") {
+		t.Fatal("rate limits before any call")
+	}
+	if _, err := first.Prompt(t.Context(), model.Text{Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := second.Status(); !strings.Contains(got, "Rate limits: 10 of 1000 tokens left\n") {
+		t.Fatalf("status of the other session:\n%s", got)
+	}
+}

@@ -56,7 +56,11 @@ func (s *Session) Status() string {
 	} else {
 		fmt.Fprintf(&b, "Context: %d tokens (window unknown)\n", last.Context())
 	}
-	if rl := hs.Engine().RateLimit(); rl != nil && rl.String() != "" {
+	rl := hs.Engine().RateLimit()
+	if rl == nil && prof.RateLimits != nil {
+		rl = prof.RateLimits()
+	}
+	if rl != nil && rl.String() != "" {
 		fmt.Fprintf(&b, "Rate limits: %s\n", rl)
 	}
 	if prof.ReasoningEffort != "" {
