@@ -62,3 +62,13 @@ func TestUntil(t *testing.T) {
 		}
 	}
 }
+
+// One id a prefix of another: they share all of the shorter one.
+func TestCommonPrefixOfAPrefix(t *testing.T) {
+	if n := commonPrefix("abc", "abcdef"); n != 3 {
+		t.Errorf("commonPrefix(abc, abcdef) = %d", n)
+	}
+	if n := commonPrefix("abcdef", "abc"); n != 3 {
+		t.Errorf("commonPrefix(abcdef, abc) = %d", n)
+	}
+}
