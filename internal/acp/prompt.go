@@ -81,13 +81,16 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 	}
 	// The palette is refreshed at the top of every prompt.
 	s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: commands(hs)})
-	if cmd, ok := localCommand(p.Prompt); ok {
+	cmd, args, local := localCommand(p.Prompt)
+	if local {
 		for _, b := range p.Prompt {
 			if b.Type == "image" {
 				return nil, invalidParams("/%s takes no image: nothing would read it", cmd)
 			}
 		}
-		return e.runLocal(ctx, cmd), nil
+		if cmd != "compact" {
+			return e.runLocal(ctx, cmd), nil
+		}
 	}
 
 	turnCtx, cancel := context.WithCancelCause(ctx)
@@ -98,8 +101,14 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 		cancel(errCancelled)
 	}
 	e.mu.Unlock()
+	if local {
+		// A compaction is stopped by session/cancel as a turn is.
+		return e.compactNow(turnCtx, args), nil
+	}
 
-	res, err := hs.Run(turnCtx, session.UserMessage{Parts: parts})
+	// _meta.pin keeps the words verbatim through every compaction.
+	pin, _ := p.Meta["pin"].(bool)
+	res, err := hs.Run(turnCtx, session.UserMessage{Parts: parts, Pinned: pin})
 	if errors.Is(err, host.ErrClosed) {
 		// Swept between lookup and run: take it up again, once, as a
 		// registered entry a cancel can find.
@@ -114,7 +123,7 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 				again.mu.Unlock()
 			}()
 			e = again
-			res, err = e.session().Run(turnCtx, session.UserMessage{Parts: parts})
+			res, err = e.session().Run(turnCtx, session.UserMessage{Parts: parts, Pinned: pin})
 		}
 	}
 	if turnCtx.Err() != nil || res.Stop == agent.StopCanceled {

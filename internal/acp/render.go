@@ -513,17 +513,31 @@ func compactionFacts(id string, facts map[string]any) Meta {
 
 // liveFacts are a finished compaction's facts.
 func liveFacts(ev agent.Compacted) map[string]any {
-	return map[string]any{
+	f := map[string]any{
 		"trigger": ev.Trigger, "status": "completed", "kept_from_row": ev.KeptFrom,
 		"rows_summarized": ev.RowsSummarized, "kept_turns": ev.KeptTurns,
 		"tokens_before": ev.TokensBefore, "tokens_after": ev.TokensAfter,
-		"checklist_carried": carriesPlan(ev.Checkpoint),
+		"checklist_carried": carriesPlan(ev.Checkpoint), "dropped": ev.Dropped,
 	}
+	if ev.Focus != "" {
+		f["focus"] = ev.Focus
+	}
+	return f
 }
 
 // recordedFacts are what a compaction's row says of it, for a replay.
 func recordedFacts(c session.Compaction) map[string]any {
-	return map[string]any{"status": "completed", "kept_from_row": c.KeptFrom, "checklist_carried": carriesPlan(c.Checkpoint)}
+	f := map[string]any{"status": "completed", "kept_from_row": c.KeptFrom, "checklist_carried": carriesPlan(c.Checkpoint)}
+	if c.Trigger != "" {
+		f["trigger"] = c.Trigger
+	}
+	if c.Focus != "" {
+		f["focus"] = c.Focus
+	}
+	if c.Dropped != nil {
+		f["dropped"] = *c.Dropped
+	}
+	return f
 }
 
 // carriesPlan reports whether a checkpoint carries a checklist or plan
