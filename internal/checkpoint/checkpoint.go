@@ -74,7 +74,8 @@ type Point struct {
 type Store struct {
 	opts  Options
 	mu    sync.Mutex
-	repos []*shadow
+	repos []*shadow // the roots snapshotted
+	other map[string]*shadow
 }
 
 // Open prepares the shadow repositories of opts.Roots.
@@ -109,6 +110,28 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// repo is the shadow of root, one of opts.Roots or a root a recorded point
+// names (a store opened only to rewind has no roots of its own).
+func (s *Store) repo(ctx context.Context, root string) (*shadow, error) {
+	for _, r := range s.repos {
+		if r.root == root {
+			return r, nil
+		}
+	}
+	if r, ok := s.other[root]; ok {
+		return r, nil
+	}
+	r := &shadow{git: s.opts.Git, dir: shadowDir(s.opts.Dir, root), root: root}
+	if _, err := os.Stat(filepath.Join(r.dir, "HEAD")); err != nil {
+		return nil, fmt.Errorf("checkpoint: no checkpoints of %s", root)
+	}
+	if s.other == nil {
+		s.other = map[string]*shadow{}
+	}
+	s.other[root] = r
+	return r, nil
+}
+
 // Roots are the directories the store snapshots.
 func (s *Store) Roots() []string {
 	out := make([]string, len(s.repos))
@@ -126,7 +149,11 @@ func (s *Store) Snapshot(ctx context.Context, sessionID string, turn int64, kind
 }
 
 func (s *Store) snapshot(ctx context.Context, sessionID string, turn int64, kind string) (Point, error) {
-	p, err := s.state(ctx)
+	return s.snapshotOf(ctx, s.repos, sessionID, turn, kind)
+}
+
+func (s *Store) snapshotOf(ctx context.Context, repos []*shadow, sessionID string, turn int64, kind string) (Point, error) {
+	p, err := s.state(ctx, repos)
 	if err != nil {
 		return Point{}, err
 	}
@@ -142,7 +169,7 @@ func (s *Store) snapshot(ctx context.Context, sessionID string, turn int64, kind
 	// A ref per tree keeps it from gc until no kept point names it; the
 	// common Before point, taken when nothing changed since the last
 	// After, needs none.
-	for _, r := range s.repos {
+	for _, r := range repos {
 		if t := p.Trees[r.root]; !ok || last.Pruned || last.Trees[r.root] != t {
 			if err := r.keep(ctx, "refs/meka/trees/"+t, t); err != nil {
 				return Point{}, err
@@ -159,9 +186,9 @@ func (s *Store) snapshot(ctx context.Context, sessionID string, turn int64, kind
 }
 
 // state snapshots every root without recording a point.
-func (s *Store) state(ctx context.Context) (Point, error) {
+func (s *Store) state(ctx context.Context, repos []*shadow) (Point, error) {
 	p := Point{Trees: map[string]string{}}
-	for _, r := range s.repos {
+	for _, r := range repos {
 		tree, skipped, err := r.snapshot(ctx, s.opts.MaxFileBytes)
 		if err != nil {
 			return Point{}, err
@@ -274,8 +301,12 @@ func (s *Store) Turns(ctx context.Context, sessionID string) ([]TurnChanges, err
 			tc.Skipped = append(tc.Skipped, q.Skipped...)
 		}
 		if !p.Pruned && !end.Pruned {
-			for _, r := range s.repos {
-				cs, err := r.diff(ctx, p.Trees[r.root], end.Trees[r.root])
+			for _, root := range sortedRoots(p.Trees) {
+				r, err := s.repo(ctx, root)
+				if err != nil {
+					return nil, err
+				}
+				cs, err := r.diff(ctx, p.Trees[root], end.Trees[root])
 				if err != nil {
 					return nil, err
 				}
@@ -395,15 +426,27 @@ func (s *Store) restore(ctx context.Context, sessionID string, target Point, o R
 		return Result{}, err
 	}
 	known := ps[len(ps)-1]
-	now, err := s.state(ctx)
+	var repos []*shadow
+	for _, root := range sortedRoots(target.Trees) {
+		r, err := s.repo(ctx, root)
+		if err != nil {
+			return Result{}, err
+		}
+		repos = append(repos, r)
+	}
+	now, err := s.state(ctx, repos)
 	if err != nil {
 		return Result{}, err
 	}
 	var res Result
 	if !o.Force && !known.Pruned {
 		var outside []Change
-		for _, r := range s.repos {
-			cs, err := r.diff(ctx, known.Trees[r.root], now.Trees[r.root])
+		for _, r := range repos {
+			kt, ok := known.Trees[r.root]
+			if !ok {
+				continue
+			}
+			cs, err := r.diff(ctx, kt, now.Trees[r.root])
 			if err != nil {
 				return Result{}, err
 			}
@@ -413,16 +456,13 @@ func (s *Store) restore(ctx context.Context, sessionID string, target Point, o R
 			return Result{}, &ConflictError{Changes: outside}
 		}
 	}
-	undo, err := s.snapshot(ctx, sessionID, o.Turn, KindRewind)
+	undo, err := s.snapshotOf(ctx, repos, sessionID, o.Turn, KindRewind)
 	if err != nil {
 		return Result{}, err
 	}
 	res.Undo = undo
-	for _, r := range s.repos {
-		tree, ok := target.Trees[r.root]
-		if !ok {
-			continue // a root added since: nothing recorded to restore
-		}
+	for _, r := range repos {
+		tree := target.Trees[r.root]
 		cs, err := r.diff(ctx, undo.Trees[r.root], tree)
 		if err != nil {
 			return Result{}, err
@@ -435,10 +475,19 @@ func (s *Store) restore(ctx context.Context, sessionID string, target Point, o R
 			return res, err
 		}
 	}
-	if _, err := s.snapshot(ctx, sessionID, o.Turn, KindRestored); err != nil {
+	if _, err := s.snapshotOf(ctx, repos, sessionID, o.Turn, KindRestored); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+func sortedRoots(trees map[string]string) []string {
+	out := make([]string, 0, len(trees))
+	for r := range trees {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Prune drops the oldest points, across every session in the data

@@ -256,7 +256,12 @@ func TestReopenAfterCrash(t *testing.T) {
 	f.WriteString(`{"seq":99,"sess`)
 	f.Close()
 
-	s2 := open(t, root, checkpoint.Options{Dir: dir})
+	// Opened to rewind only (meka sessions rewind): the roots are the ones
+	// the points name.
+	s2, err := checkpoint.Open(ctx, checkpoint.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s2.Rewind(ctx, "s", 1, checkpoint.RestoreOptions{Turn: 2}); err != nil {
 		t.Fatal(err)
 	}
