@@ -195,6 +195,7 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		Now:           g.now,
 		Logger:        log,
 		Observers:     observers,
+		Checkpoints:   checkpointOptions(cfg, dataDir),
 	})
 	if err != nil {
 		db.Close()

@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
+	"meka.dev/meka/internal/config"
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/session"
 )
 
@@ -66,61 +70,134 @@ continue the copy with meka -r NEWID.`,
 
 func newRewindCmd(g *globals) *cobra.Command {
 	var (
-		turn int64
-		yes  bool
+		turn                     int64
+		yes, force               bool
+		code, conversation, both bool
+		undo                     int64
 	)
 	cmd := &cobra.Command{
-		Use:   "rewind ID --turn N",
-		Short: "drop every turn of a session after turn N",
-		Long: `Drop every turn of a session after turn N from its log, for good. The
-checklist, plan and usage are folded from what is left. On a terminal meka asks
-first; otherwise pass --yes. To keep the dropped turns, fork the session first
-(meka sessions fork ID). A session another meka holds open is refused.`,
+		Use:   "rewind ID --turn N [--code | --conversation | --both]",
+		Short: "take a session back to after turn N: its files, its log, or both",
+		Long: `Take a session back to after turn N. --conversation drops every later turn
+from its log, for good (the checklist, plan and usage are folded from what is
+left); --code puts the workspace's files back as they were after turn N, from
+the checkpoints taken before each turn changed anything: changed and deleted
+files come back and created ones go; --both (the default) does both.
+
+A file changed outside meka since its last checkpoint refuses the rewind,
+naming the file, unless --force. A code rewind is itself recorded: it prints
+the checkpoint it replaced, and --undo CHECKPOINT puts those files back.
+On a terminal meka asks first; otherwise pass --yes. A session another meka
+holds open is refused.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: g.completeSessionIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cp, err := g.checkpointsFor()
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("undo") {
+				return withSessions(ctx, g, args[0], func(st session.Store, m session.Meta, last int64) error {
+					files, err := host.UndoRewind(ctx, cp, m.ID, undo, force)
+					if err != nil {
+						return &exitError{code: 1, err: fmt.Errorf("undo rewind: %w", err)}
+					}
+					fmt.Fprintf(g.stdout, "put back %d files\n", len(files))
+					return nil
+				})
+			}
 			if !cmd.Flags().Changed("turn") {
 				return usageError("sessions rewind needs --turn N: the last turn to keep")
 			}
-			ctx := cmd.Context()
+			n := 0
+			for _, b := range []bool{code, conversation, both} {
+				if b {
+					n++
+				}
+			}
+			if n > 1 {
+				return usageError("sessions rewind takes one of --code, --conversation and --both")
+			}
+			o := host.RewindOptions{Code: code || both || n == 0, Conversation: conversation || both || n == 0, Force: force}
+			if o.Code && cp == nil {
+				return usageError("sessions rewind --code: %v; rewind the conversation alone with --conversation", host.ErrNoCheckpoints)
+			}
 			return withSessions(ctx, g, args[0], func(st session.Store, m session.Meta, last int64) error {
 				if turn < 0 || turn >= last {
 					return usageError("--turn %d: session %s has turns 1 to %d; rewinding keeps turns up to N < %d", turn, shortSessionID(m.ID), last, last)
 				}
-				rows, err := st.Rows(ctx, m.ID, 0)
-				if err != nil {
-					return &exitError{code: 1, err: err}
-				}
-				dropped := 0
-				for _, r := range rows {
-					if r.Turn > turn {
-						dropped++
+				var conv, files string
+				if o.Conversation {
+					rows, err := st.Rows(ctx, m.ID, 0)
+					if err != nil {
+						return &exitError{code: 1, err: err}
 					}
+					dropped := 0
+					for _, r := range rows {
+						if r.Turn > turn {
+							dropped++
+						}
+					}
+					conv = fmt.Sprintf("turns %d to %d (%d rows) of session %s", turn+1, last, dropped, shortSessionID(m.ID))
 				}
-				what := fmt.Sprintf("turns %d to %d (%d rows) of session %s", turn+1, last, dropped, shortSessionID(m.ID))
+				if o.Code {
+					turns, err := host.TurnFiles(ctx, cp, m.ID)
+					if err != nil {
+						return &exitError{code: 1, err: err}
+					}
+					n := 0
+					for _, tc := range turns {
+						if tc.Turn > turn {
+							n += len(tc.Changes)
+						}
+					}
+					files = fmt.Sprintf("the workspace's files as after turn %d (%d changes since)", turn, n)
+				}
+				var question string
+				switch {
+				case conv != "" && files != "":
+					question = "Drop " + conv + " for good and put back " + files
+				case conv != "":
+					question = "Drop " + conv + " for good"
+				default:
+					question = "Put back " + files
+				}
 				if !yes {
 					if !g.stdinIsTerminal() {
-						return usageError("sessions rewind drops %s for good; pass --yes to confirm", what)
+						return usageError("sessions rewind: %s? pass --yes to confirm", question)
 					}
-					if !g.confirm(fmt.Sprintf("Drop %s for good? [y/N] ", what)) {
+					if !g.confirm(question + "? [y/N] ") {
 						return &exitError{code: 1, err: errors.New("rewind cancelled; nothing changed")}
 					}
 				}
-				lock, err := st.Lock(ctx, m.ID, session.Holder{})
+				res, err := host.Rewind(ctx, st, session.Holder{}, cp, m.ID, turn, o)
 				if err != nil {
 					return &exitError{code: 1, err: fmt.Errorf("rewind session: %w", err)}
 				}
-				defer lock.Release(context.WithoutCancel(ctx))
-				if err := st.Rewind(ctx, m.ID, turn); err != nil {
-					return &exitError{code: 1, err: fmt.Errorf("rewind session: %w", err)}
+				for _, f := range res.Files {
+					fmt.Fprintf(g.stdout, "%s %s\n", f.Op, f.Path)
 				}
-				fmt.Fprintf(g.stdout, "dropped %s\n", what)
+				if res.Undo != 0 {
+					fmt.Fprintf(g.stderr, "undo the files with: meka sessions rewind %s --undo %d\n", shortSessionID(m.ID), res.Undo)
+				}
+				if files != "" {
+					fmt.Fprintf(g.stdout, "put back %s\n", files)
+				}
+				if conv != "" {
+					fmt.Fprintf(g.stdout, "dropped %s\n", conv)
+				}
 				return nil
 			})
 		},
 	}
 	cmd.Flags().Int64Var(&turn, "turn", 0, "the last turn to keep")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&code, "code", false, "put back only the files")
+	cmd.Flags().BoolVar(&conversation, "conversation", false, "drop only the later turns of the log")
+	cmd.Flags().BoolVar(&both, "both", false, "put back the files and drop the later turns (the default)")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite files changed outside meka since its last checkpoint")
+	cmd.Flags().Int64Var(&undo, "undo", 0, "put back the files a rewind replaced (the checkpoint it printed)")
 	return cmd
 }
 
@@ -167,4 +244,35 @@ func (g *globals) confirm(question string) bool {
 	line, _ := bufio.NewReader(g.stdin).ReadString('\n')
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "y" || a == "yes"
+}
+
+// defaultCheckpointBytes bounds checkpoints when [checkpoints] max_bytes
+// is not set.
+const defaultCheckpointBytes = 1 << 30
+
+// checkpointOptions are the host's [checkpoints]; nil when they are off,
+// or git, which keeps them, is missing.
+func checkpointOptions(cfg *config.Config, dataDir string) *host.CheckpointOptions {
+	if cfg.Checkpoints.Off || dataDir == "" {
+		return nil
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil
+	}
+	o := &host.CheckpointOptions{Dir: filepath.Join(dataDir, "checkpoints"),
+		MaxBytes: cfg.Checkpoints.MaxBytes, MaxFileBytes: cfg.Checkpoints.MaxFileBytes}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = defaultCheckpointBytes
+	}
+	return o
+}
+
+// checkpointsFor reads the config for sessions rewind's checkpoints.
+func (g *globals) checkpointsFor() (*host.CheckpointOptions, error) {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	dataDir, _ := g.dataDirectory()
+	return checkpointOptions(cfg, dataDir), nil
 }

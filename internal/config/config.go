@@ -104,7 +104,8 @@ type Config struct {
 	Telemetry    Telemetry
 	// Hooks is the [hooks] table as decoded: Claude Code's hooks object
 	// (event names to [{matcher, hooks}] entries) and meka's confine key.
-	Hooks map[string]any
+	Hooks       map[string]any
+	Checkpoints Checkpoints
 	// Settings are the keys the file set, in document order; empty for
 	// Default.
 	Settings []Setting
@@ -117,6 +118,17 @@ type Config struct {
 type Model struct {
 	InputPrice, OutputPrice         float64
 	CacheReadPrice, CacheWritePrice *float64
+}
+
+// Checkpoints is the [checkpoints] table: what turns change in the
+// workspace is recorded so that a rewind can put the files back.
+type Checkpoints struct {
+	// Off turns them off (enabled = false).
+	Off bool
+	// MaxBytes bounds them, the oldest pruned first; 0 means meka's default.
+	MaxBytes int64
+	// MaxFileBytes skips larger files (named); 0 means meka's default.
+	MaxFileBytes int64
 }
 
 // Telemetry is the [telemetry] table: OpenTelemetry export, off unless

@@ -123,6 +123,11 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 	c.instructions(&cfg.Instructions, &f.Instructions)
 	c.mcp(&cfg.MCP, &f.MCP)
 	c.agents(&cfg.Agents, &f.Agents)
+	if e := f.Checkpoints.Enabled; e != nil {
+		cfg.Checkpoints.Off = !*e
+	}
+	cfg.Checkpoints.MaxBytes = int64(c.positive(keyPath("checkpoints", "max_bytes"), f.Checkpoints.MaxBytes))
+	cfg.Checkpoints.MaxFileBytes = int64(c.positive(keyPath("checkpoints", "max_file_bytes"), f.Checkpoints.MaxFileBytes))
 	if t := f.Telemetry.OTLPEndpoint; t != nil {
 		cfg.Telemetry.OTLPEndpoint = *t
 		if err := checkURL(*t); err != "" {

@@ -30,7 +30,14 @@ type fileConfig struct {
 	Telemetry      fileTelemetry          `toml:"telemetry"`
 	// Hooks is Claude Code's hooks object in TOML; its shape is checked
 	// where it is read (internal/hooks), which knows Claude Code's format.
-	Hooks map[string]any `toml:"hooks" want:"a table of hook events, Claude Code's \"hooks\" object in TOML ([[hooks.PreToolUse]] tables)"`
+	Hooks       map[string]any  `toml:"hooks" want:"a table of hook events, Claude Code's \"hooks\" object in TOML ([[hooks.PreToolUse]] tables)"`
+	Checkpoints fileCheckpoints `toml:"checkpoints"`
+}
+
+type fileCheckpoints struct {
+	Enabled      *bool  `toml:"enabled"`
+	MaxBytes     *int64 `toml:"max_bytes" want:"a number of bytes"`
+	MaxFileBytes *int64 `toml:"max_file_bytes" want:"a number of bytes"`
 }
 
 type fileTelemetry struct {

@@ -187,9 +187,12 @@ type Options struct {
 	Definitions func(cwd, name string) (Definition, error)
 	// MCP, when set, offers its servers' tools to every session; the
 	// caller starts and closes it.
-	MCP    *mcp.Manager
-	Now    func() time.Time
-	Logger *slog.Logger
+	MCP *mcp.Manager
+	// Checkpoints, when set, record what every turn changes in the
+	// workspace, so that a rewind can put the files back.
+	Checkpoints *CheckpointOptions
+	Now         func() time.Time
+	Logger      *slog.Logger
 }
 
 // Host holds the sessions this process has open.

@@ -187,6 +187,9 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock, a
 		s.onApproval = append(s.onApproval, x.Approvals...)
 		s.onClose = append(s.onClose, x.Closers...)
 	}
+	if g := h.checkpointGuardFor(ctx, meta.ID, append([]string{wide.Cwd}, wide.AdditionalDirs...)); g != nil {
+		opts.Guards = append(opts.Guards, g)
+	}
 	opts.Compactors = append(opts.Compactors, &s.loaded)
 	if record != nil {
 		opts.Folds = append(opts.Folds, record)

@@ -1,0 +1,210 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/checkpoint"
+	"meka.dev/meka/permission"
+	"meka.dev/meka/session"
+	"meka.dev/meka/tool"
+)
+
+// CheckpointOptions turn on checkpoints of the files sessions' turns
+// change inside their workspace ([checkpoints]).
+type CheckpointOptions struct {
+	// Dir is where they are kept (the data directory's checkpoints/).
+	Dir string
+	// MaxBytes bounds them, pruning the oldest; 0 means no bound.
+	MaxBytes int64
+	// MaxFileBytes skips larger files; 0 means checkpoint's default.
+	MaxFileBytes int64
+}
+
+// checkpointGuard snapshots a session's workspace before the first call
+// of a turn that may change files, and after each such call: whatever the
+// call did (a file tool, a shell command, a background task started), the
+// turn's changes lie between its first and last snapshots.
+type checkpointGuard struct {
+	store  *checkpoint.Store
+	id     string
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	before int64 // the last turn snapshotted before its first change
+}
+
+// mutating says a call may change files: by what it is (a shell command
+// declares the read level where confinement keeps it read-only at that
+// level, yet writes at a higher one) or by the level it needs.
+func mutating(info agent.ToolInfo) bool {
+	if info.Spec.Bookkeeping {
+		return false
+	}
+	switch info.Spec.Kind {
+	case tool.KindEdit, tool.KindDelete, tool.KindMove, tool.KindExecute:
+		return true
+	}
+	return info.Spec.Level >= permission.Workspace
+}
+
+func (g *checkpointGuard) BeforeTool(ctx context.Context, info agent.ToolInfo) agent.ToolVerdict {
+	if !mutating(info) {
+		return agent.ToolVerdict{}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.before == info.Turn {
+		return agent.ToolVerdict{}
+	}
+	if _, err := g.store.Snapshot(ctx, g.id, info.Turn, checkpoint.KindBefore); err != nil {
+		// A call is not refused for a checkpoint it could not take; the
+		// turn's files just cannot be rewound.
+		g.logger.Warn("checkpoint before turn", "turn", info.Turn, "err", err)
+		return agent.ToolVerdict{}
+	}
+	g.before = info.Turn
+	return agent.ToolVerdict{}
+}
+
+func (g *checkpointGuard) AfterTool(ctx context.Context, info agent.ToolInfo, _ session.ToolResult) agent.AfterVerdict {
+	if !mutating(info) {
+		return agent.AfterVerdict{}
+	}
+	if _, err := g.store.Snapshot(ctx, g.id, info.Turn, checkpoint.KindAfter); err != nil {
+		g.logger.Warn("checkpoint after call", "turn", info.Turn, "tool", info.Call.Name, "err", err)
+	}
+	return agent.AfterVerdict{}
+}
+
+// checkpointGuardFor opens the checkpoints of a session's roots, or
+// returns nil when they are off.
+func (h *Host) checkpointGuardFor(ctx context.Context, id string, roots []string) agent.ToolGuard {
+	c := h.opts.Checkpoints
+	if c == nil {
+		return nil
+	}
+	st, err := checkpoint.Open(ctx, checkpoint.Options{Dir: c.Dir, Roots: roots, MaxBytes: c.MaxBytes,
+		MaxFileBytes: c.MaxFileBytes, Now: h.opts.Now})
+	if err != nil {
+		h.opts.Logger.Warn("checkpoints off for session", "session_id", id, "err", err)
+		return nil
+	}
+	return &checkpointGuard{store: st, id: id, logger: h.opts.Logger, before: -1}
+}
+
+// RewindOptions say what a rewind puts back.
+type RewindOptions struct {
+	// Code puts the workspace's files back as they were after the kept
+	// turn; Conversation drops the later turns from the log.
+	Code, Conversation bool
+	// Force overwrites files changed outside meka since its last
+	// checkpoint instead of refusing.
+	Force bool
+}
+
+// RewindResult is what a rewind did.
+type RewindResult struct {
+	// Files are the files put back, removed or written again.
+	Files []checkpoint.Change
+	// Undo, when files changed, names the checkpoint of the state found:
+	// UndoRewind with it undoes the code part.
+	Undo int64
+}
+
+// ErrNoCheckpoints says a code rewind was asked where checkpoints are off.
+var ErrNoCheckpoints = errors.New("checkpoints are off ([checkpoints] in the config)")
+
+// RewindSession takes session id back to after turn keep (Rewind); a
+// session open in this host is refused.
+func (h *Host) RewindSession(ctx context.Context, id string, keep int64, o RewindOptions) (RewindResult, error) {
+	h.mu.Lock()
+	_, open := h.open[id]
+	h.mu.Unlock()
+	if open {
+		return RewindResult{}, fmt.Errorf("rewind session %s: it is open here; close it first", id)
+	}
+	return Rewind(ctx, h.opts.Store, h.opts.Holder, h.opts.Checkpoints, id, keep, o)
+}
+
+// Rewind takes session id back to after turn keep: its files (Code), its
+// log (Conversation), or both. Files go first, so that a refused code
+// rewind (a file changed outside meka) leaves the log as it is. The
+// session's lock is taken, so a session open elsewhere is refused. cp
+// nil means checkpoints are off.
+func Rewind(ctx context.Context, st session.Store, holder session.Holder, cp *CheckpointOptions, id string, keep int64, o RewindOptions) (RewindResult, error) {
+	var res RewindResult
+	if o.Code && cp == nil {
+		return res, ErrNoCheckpoints
+	}
+	lock, err := st.Lock(ctx, id, holder)
+	if err != nil {
+		return res, fmt.Errorf("rewind session: %w", err)
+	}
+	defer lock.Release(context.WithoutCancel(ctx))
+	last := keep
+	if tail, err := st.Tail(ctx, id, 1); err == nil && len(tail) > 0 {
+		last = tail[0].Turn
+	}
+	if o.Code {
+		cs, err := checkpoint.Open(ctx, checkpoint.Options{Dir: cp.Dir, MaxBytes: cp.MaxBytes})
+		if err != nil {
+			return res, err
+		}
+		r, err := cs.Rewind(ctx, id, keep+1, checkpoint.RestoreOptions{Force: o.Force, Turn: last})
+		if err != nil {
+			return res, err
+		}
+		res.Files = r.Changes
+		if len(r.Changes) > 0 {
+			res.Undo = r.Undo.Seq
+		}
+	}
+	if o.Conversation {
+		if err := st.Rewind(ctx, id, keep); err != nil {
+			return res, fmt.Errorf("rewind session: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// UndoRewind puts back the files a code rewind replaced (its Undo).
+func (h *Host) UndoRewind(ctx context.Context, id string, undo int64, force bool) ([]checkpoint.Change, error) {
+	return UndoRewind(ctx, h.opts.Checkpoints, id, undo, force)
+}
+
+// UndoRewind puts back the files a code rewind replaced (its Undo).
+func UndoRewind(ctx context.Context, cp *CheckpointOptions, id string, undo int64, force bool) ([]checkpoint.Change, error) {
+	if cp == nil {
+		return nil, ErrNoCheckpoints
+	}
+	st, err := checkpoint.Open(ctx, checkpoint.Options{Dir: cp.Dir})
+	if err != nil {
+		return nil, err
+	}
+	r, err := st.RestorePoint(ctx, id, undo, checkpoint.RestoreOptions{Force: force})
+	return r.Changes, err
+}
+
+// TurnFiles lists, per turn of session id that changed files, what it
+// changed (for /rewind and the rewind commands' question).
+func (h *Host) TurnFiles(ctx context.Context, id string) ([]checkpoint.TurnChanges, error) {
+	return TurnFiles(ctx, h.opts.Checkpoints, id)
+}
+
+// TurnFiles lists, per turn of session id that changed files, what it
+// changed; nil when checkpoints are off.
+func TurnFiles(ctx context.Context, cp *CheckpointOptions, id string) ([]checkpoint.TurnChanges, error) {
+	if cp == nil {
+		return nil, nil
+	}
+	st, err := checkpoint.Open(ctx, checkpoint.Options{Dir: cp.Dir})
+	if err != nil {
+		return nil, err
+	}
+	return st.Turns(ctx, id)
+}
