@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
@@ -121,7 +122,7 @@ func items(m model.Message, vision bool, add func([]byte)) error {
 				// another provider, or without its item, never does.
 				if p.Provider == Name && json.Valid([]byte(p.Signature)) {
 					if err = flush(); err == nil {
-						add([]byte(p.Signature))
+						add(replayed([]byte(p.Signature)))
 					}
 				}
 			case model.ToolCall:
@@ -193,4 +194,44 @@ func image(img model.Image, vision bool) any {
 		return inputText{Type: "input_text", Text: img.Placeholder()}
 	}
 	return inputImage{Type: "input_image", ImageURL: "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)}
+}
+
+// replayed is a kept item as it goes back: its bytes as they came, less
+// its top-level "id" and "status". Under store false the API keeps no
+// item, and an id it is sent back fails the request ("Item with id … not
+// found. Items are not persisted when store is set to false"), as Codex
+// found; every other member, encrypted_content first of all, is the bytes
+// received. Bytes that are not one JSON object go as they are.
+func replayed(raw []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return raw
+	}
+	out := []byte{'{'}
+	dropped := false
+	for dec.More() {
+		start := dec.InputOffset()
+		key, err := dec.Token()
+		if err != nil {
+			return raw
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return raw
+		}
+		end := dec.InputOffset()
+		if key == "id" || key == "status" {
+			dropped = true
+			continue
+		}
+		member := bytes.TrimLeft(raw[start:end], " \t\r\n,")
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, member...)
+	}
+	if !dropped {
+		return raw
+	}
+	return append(out, '}')
 }

@@ -3,6 +3,7 @@ package responses_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"meka.dev/meka/model"
@@ -50,5 +51,33 @@ func TestRequestBytes(t *testing.T) {
 			mustRun(t, responses.New(tc.o), tc.req)
 			golden(t, "request_"+tc.name+".raw.json", h.Requests()[0].Body)
 		})
+	}
+}
+
+// A kept reasoning item goes back less its id and status, every other
+// byte as it came.
+func TestReplayedItem(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"a\u003cb"}],"encrypted_content":"gA+/=","status":"completed"}`: `{"type":"reasoning","summary":[{"type":"summary_text","text":"a\u003cb"}],"encrypted_content":"gA+/="}`,
+		`{"type":"reasoning","encrypted_content":"x"}`:                        `{"type":"reasoning","encrypted_content":"x"}`,
+		`{ "id" : "rs_2", "type" : "reasoning" , "encrypted_content" : "y" }`: `{"type" : "reasoning","encrypted_content" : "y"}`,
+		`not json`: `not json`,
+	} {
+		h := modeltest.NewHandler(parse(t, `{"rounds":[{"text":"ok"}]}`))
+		c := responses.New(responses.Options{BaseURL: "http://modeltest.invalid/v1", HTTPClient: &http.Client{Transport: h.Transport()}})
+		req := &model.Request{Messages: []model.Message{{Role: model.RoleAssistant, Parts: model.Parts{model.Thinking{Signature: in, Provider: responses.Name}}}}}
+		mustRun(t, c, req)
+		body := string(h.Requests()[0].Body)
+		_, got, _ := strings.Cut(body, `"input":[`)
+		got = strings.TrimSuffix(got, "]}")
+		if in == "not json" {
+			if got != "" {
+				t.Errorf("bytes that are no item were sent: %s", got)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%s\n sent %s\n want %s", in, got, want)
+		}
 	}
 }

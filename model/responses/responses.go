@@ -7,7 +7,9 @@
 // bytes of its response.output_item.done event, encrypted_content and
 // all, in the Signature of a model.Thinking tagged "openai-responses"
 // whose Text is the item's summary; the next request, and a resumed,
-// forked or rewound session's, sends those bytes back as they came.
+// forked or rewound session's, sends those bytes back as they came, less
+// the item's id and status (the API keeps no item under store false, and
+// refuses an id it does not know).
 // Thinking of any other provider is never sent.
 //
 // It speaks the wire format itself, like package openai, over package
