@@ -318,3 +318,19 @@ func TestSweepCountsLostAndReportsStoreFailures(t *testing.T) {
 		t.Errorf("advance failing for a withheld job: %+v, %v; want the store's error", res, err)
 	}
 }
+
+// Where commands cannot be confined a shell_execute gate is no gate and is
+// withheld; another tool's gate is not.
+func TestUnconfinedShellGateWithheld(t *testing.T) {
+	shell := schedule.Job{Level: "read", Gate: `{"check":{"tool":"shell_execute","arguments":{"command":"date"}},"when":"changed"}`}
+	if v := schedule.Withheld(shell, permission.Read, nil, false); !v.Known || !strings.Contains(v.Reason, "cannot be confined on this machine") {
+		t.Errorf("shell_execute gate unconfined: %+v", v)
+	}
+	if v := schedule.Withheld(shell, permission.Read, func(string) (permission.Level, bool) { return permission.Read, true }, true); v.Reason != "" {
+		t.Errorf("shell_execute gate confined: %+v", v)
+	}
+	other := schedule.Job{Level: "read", Gate: `{"check":{"tool":"probe"},"when":"changed"}`}
+	if v := schedule.Withheld(other, permission.Read, func(string) (permission.Level, bool) { return permission.Read, true }, false); v.Reason != "" || !v.Known {
+		t.Errorf("another tool's gate unconfined: %+v", v)
+	}
+}
