@@ -11,11 +11,12 @@ import (
 )
 
 // This file holds the slash commands meka answers itself, with no model
-// call: /status, /mcp, /usage, /memories, /reload and /compact.
+// call: /status, /mcp, /hooks, /usage, /memories, /reload and /compact.
 
 var builtinCommands = []AvailableCommand{
 	{Name: "status", Description: "Show the session's permission level, profile, model, context usage and tokens"},
 	{Name: "mcp", Description: "Show the configured MCP servers and their connection status"},
+	{Name: "hooks", Description: "Show the hooks this session runs and where each comes from"},
 	{Name: "usage", Description: "Show the account's rate-limit windows (subscription backends only)"},
 	{Name: "memories", Description: "Show the memories this session sees: its project's, or yours on no project"},
 	{Name: "reload", Description: "Read AGENTS.md, skills and the environment again for the next request"},
@@ -110,6 +111,8 @@ func (e *entry) runLocal(ctx context.Context, cmd string) *PromptResponse {
 		text = e.status()
 	case "mcp":
 		text = e.s.host.MCPReport()
+	case "hooks":
+		text = e.session().HooksReport()
 	case "reload":
 		next, err := e.s.host.Reload(ctx, e.id)
 		if err != nil {

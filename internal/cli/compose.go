@@ -168,7 +168,8 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		})
 	}
 	agents := subagent.Sources{UserDir: config.AgentsDir(g.getenv), Logger: log}
-	hooksExt, err := g.hooksExtension(cfg, dataDir, g.mekaState(dataDir), masked, shared)
+	hookList := &hookLists{}
+	hooksExt, err := g.hooksExtension(cfg, dataDir, g.mekaState(dataDir), masked, shared, hookList)
 	if err != nil {
 		db.Close()
 		return nil, usageError("%v", err)
@@ -182,6 +183,7 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		Extensions: append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents), memoryExtension(db),
 			hooksExt)...),
 		Definitions:   definitions(agents),
+		Hooks:         hookList.get,
 		Deny:          cfg.Tools.Deny,
 		Permissions:   perms,
 		DataDir:       dataDir,

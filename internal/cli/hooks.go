@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +22,26 @@ func init() { extraCommands = append(extraCommands, newTrustCmd) }
 // hooksExtension runs the person's hooks: ~/.claude/settings.json and,
 // once the workspace is trusted, its .claude and .meka settings files,
 // read once as the session opens.
-func (g *globals) hooksExtension(cfg *config.Config, dataDir string, protected, masked, shared []string) (host.ExtensionFunc, error) {
+// hookLists keeps what each session's hooks were when it opened, for
+// /hooks.
+type hookLists struct{ m sync.Map }
+
+func (l *hookLists) get(id string) []host.HookInfo {
+	v, _ := l.m.Load(id)
+	hs, _ := v.([]host.HookInfo)
+	return hs
+}
+
+func hookInfos(hs []hooks.Hook, active bool, why string) []host.HookInfo {
+	out := make([]host.HookInfo, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, host.HookInfo{Event: h.Event, Matcher: h.Matcher, Command: h.Command, Source: h.Source,
+			Timeout: int(h.Timeout.Seconds()), Confined: h.Confine, Active: active, Why: why})
+	}
+	return out
+}
+
+func (g *globals) hooksExtension(cfg *config.Config, dataDir string, protected, masked, shared []string, lists *hookLists) (host.ExtensionFunc, error) {
 	var own hooks.Settings
 	if len(cfg.Hooks) > 0 {
 		s, err := hooks.FromConfig(cfg.File, cfg.Hooks)
@@ -37,6 +57,7 @@ func (g *globals) hooksExtension(cfg *config.Config, dataDir string, protected, 
 		ws := e.Meta.Cwd
 		set, err := hooks.Discover(hooks.Sources{Config: own, ConfigFile: cfg.File, Home: home, Workspace: ws})
 		var pending []session.Entry
+		var inactive []host.HookInfo
 		if err != nil {
 			pending = append(pending, session.Notice{Severity: session.SeverityWarning,
 				Title: "Hooks: a settings file could not be read, its hooks do not run", Description: err.Error()})
@@ -52,8 +73,10 @@ func (g *globals) hooksExtension(cfg *config.Config, dataDir string, protected, 
 			if !ok {
 				dropped := set.Untrust()
 				pending = append(pending, untrustedNotice(why, dropped))
+				inactive = hookInfos(dropped, false, why)
 			}
 		}
+		lists.m.Store(e.SessionID, append(hookInfos(set.All(), true, ""), inactive...))
 		if len(set.All()) == 0 && len(pending) == 0 {
 			return host.Extension{}, nil
 		}

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,5 +143,58 @@ prompt = "is it done?"
 	_, errOut, code := run(t, t.TempDir(), env, "--oneshot", "hi")
 	if code == 0 || !strings.Contains(errOut, cfgFile) || !strings.Contains(errOut, "hooks.Stop[0].hooks[0].type") {
 		t.Fatalf("code %d stderr %q", code, errOut)
+	}
+}
+
+// Over HTTP, /v1/sessions/{id}/hooks lists what runs and what does not
+// (an untrusted workspace's), and each run is hook.finished on the feed.
+func TestHooksServeEndToEnd(t *testing.T) {
+	work := t.TempDir()
+	sc, err := script.Parse([]byte(`{"rounds":[{"text":"done."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := modeltest.NewServer(t, sc)
+	env := isolatedEnv(t, "OPENAI_API_KEY=k", "OPENAI_BASE_URL="+model.URL+"/v1")
+	home := strings.TrimPrefix(env[0], "HOME=")
+	writeHookFile(t, filepath.Join(home, ".claude", "settings.json"), `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"echo 'It is Tuesday.'","timeout":10}]}]}}`)
+	writeHookFile(t, filepath.Join(work, ".claude", "settings.json"), `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"exit 2"}]}]}}`)
+	srv := startServe(t, work, env)
+	var rec struct{ ID string }
+	if code := srv.call(t, "POST", "/v1/sessions", map[string]any{"cwd": work}, &rec); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	var list struct {
+		Items []struct {
+			Event, Command, Source, Why string
+			Active                      bool
+		}
+	}
+	if code := srv.call(t, "GET", "/v1/sessions/"+rec.ID+"/hooks", nil, &list); code != 200 || len(list.Items) != 2 {
+		t.Fatalf("hooks: %d %+v", code, list)
+	}
+	if a, b := list.Items[0], list.Items[1]; !a.Active || a.Event != "UserPromptSubmit" || b.Active || b.Event != "Stop" || !strings.Contains(b.Why, "not trusted") {
+		t.Fatalf("hooks = %+v", list.Items)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	feed := srv.events(t, ctx, rec.ID, "0")
+	if code := srv.call(t, "POST", "/v1/sessions/"+rec.ID+"/turns",
+		map[string]any{"input": []map[string]string{{"type": "text", "text": "what day is it?"}}}, nil); code != 202 {
+		t.Fatalf("turn: %d", code)
+	}
+	hooked := false
+	for f := range feed {
+		hooked = hooked || f.typ == "hook.finished"
+		if f.typ == "turn.completed" {
+			break
+		}
+	}
+	if !hooked {
+		t.Fatal("no hook.finished on the feed")
+	}
+	if reqs := model.Requests(); len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "It is Tuesday.") {
+		t.Fatal("the hook's context did not reach the model")
 	}
 }

@@ -149,6 +149,9 @@ type Options struct {
 	// Tools builds the built-in tools of a session.
 	Tools      func(env Env) ([]tool.Tool, error)
 	Extensions []ExtensionFunc
+	// Hooks lists a session's hooks for /hooks, as the composition root
+	// read them when the session opened; nil lists none.
+	Hooks func(sessionID string) []HookInfo
 	// Observers are told the events of every session the host opens, from
 	// before its first turn: each returns the session's subscriber
 	// (telemetry, for one).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/tool"
 )
@@ -104,6 +105,20 @@ func (srv *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": listOpen(&a.mu, a.approvals)})
+}
+
+// listHooks is /hooks: the hooks the session runs (it is opened to read
+// them), and those of an untrusted workspace that it does not.
+func (srv *Server) listHooks(w http.ResponseWriter, r *http.Request) {
+	a, ok := srv.held(w, r)
+	if !ok {
+		return
+	}
+	items := srv.opts.Host.Hooks(a.s.ID())
+	if items == nil {
+		items = []host.HookInfo{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 }
 
 func (srv *Server) answerApproval(w http.ResponseWriter, r *http.Request) {

@@ -173,6 +173,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/sessions/{id}/turns/{tid}/cancel", s.cancelTurn)
 	m.HandleFunc("POST /v1/sessions/{id}/inbox", s.inbox)
 	m.HandleFunc("GET /v1/sessions/{id}/approvals", s.listApprovals)
+	m.HandleFunc("GET /v1/sessions/{id}/hooks", s.listHooks)
 	m.HandleFunc("POST /v1/sessions/{id}/approvals/{aid}", s.answerApproval)
 	m.HandleFunc("GET /v1/sessions/{id}/elicitations", s.listElicitations)
 	m.HandleFunc("POST /v1/sessions/{id}/elicitations/{eid}", s.answerElicitation)

@@ -25,6 +25,15 @@ import (
 // After them come skills and MCP prompts (built-ins win); any other /word
 // is answered as unknown, never sent, while a path such as /etc/hosts,
 // or a line starting with a space, goes to the model as typed.
+// hooksReport is /hooks: the host's report, or none for a session that
+// runs no hooks (a test's).
+func hooksReport(s Session) string {
+	if r, ok := s.(interface{ HooksReport() string }); ok {
+		return r.HooksReport()
+	}
+	return "This session runs no hooks."
+}
+
 var commands = []struct {
 	name, args, help string
 	// now: answered at once during a turn; the others wait for its end.
@@ -38,6 +47,7 @@ var commands = []struct {
 	{"skill", "[NAME [words]]", "run a skill: its instructions, then your words, go to the model", false},
 	{"usage", "", "rate-limit windows (subscription backends)", true},
 	{"mcp", "", "MCP servers and their status", true},
+	{"hooks", "", "the hooks this session runs, and where each comes from", true},
 	{"memories", "", "the memories this session sees (its project's, or yours)", true},
 	{"reload", "", "read AGENTS.md, skills and the environment again", false},
 	{"profile", "[name]", "show or switch the model profile", false},
@@ -180,6 +190,8 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 		return strings.Split(m.opts.MCP.MCPReport(), "\n"), nil
 	case "schedule":
 		return m.scheduleCommand(ctx, args), nil
+	case "hooks":
+		return strings.Split(hooksReport(s), "\n"), nil
 	case "memories":
 		mem, ok := s.(interface {
 			Memories(ctx context.Context) (string, error)

@@ -163,6 +163,8 @@ func plainCommand(ctx context.Context, s Session, opts Options, name, args strin
 	switch name {
 	case "status":
 		return statusBlock(s)
+	case "hooks":
+		return strings.Split(hooksReport(s), "\n")
 	case "schedule":
 		return scheduleText(ctx, opts.Schedules, s, args, opts.Now(), plainWidth)
 	case "permission":
