@@ -97,6 +97,23 @@ func (h *Host) checkpointGuardFor(ctx context.Context, id string, roots []string
 	return &checkpointGuard{store: st, id: id, logger: h.opts.Logger, before: -1}
 }
 
+// The checkpoint package's answers, for front doors that do not import it.
+type (
+	// FileChange is one file a turn or a rewind changed.
+	FileChange = checkpoint.Change
+	// FilesChangedError refuses a code rewind: files changed outside meka
+	// since its last checkpoint (Force overwrites them).
+	FilesChangedError = checkpoint.ConflictError
+	// CheckpointPrunedError refuses a code rewind past what pruning kept.
+	CheckpointPrunedError = checkpoint.PrunedError
+	// TurnChanges are the files one turn changed.
+	TurnChanges = checkpoint.TurnChanges
+)
+
+// ErrTurnOutOfRange refuses a rewind to a turn the session does not have
+// before its last.
+var ErrTurnOutOfRange = errors.New("no such turn to keep")
+
 // RewindOptions say what a rewind puts back.
 type RewindOptions struct {
 	// Code puts the workspace's files back as they were after the kept
@@ -146,9 +163,16 @@ func Rewind(ctx context.Context, st session.Store, holder session.Holder, cp *Ch
 		return res, fmt.Errorf("rewind session: %w", err)
 	}
 	defer lock.Release(context.WithoutCancel(ctx))
-	last := keep
-	if tail, err := st.Tail(ctx, id, 1); err == nil && len(tail) > 0 {
+	tail, err := st.Tail(ctx, id, 1)
+	if err != nil {
+		return res, fmt.Errorf("rewind session: %w", err)
+	}
+	var last int64
+	if len(tail) > 0 {
 		last = tail[0].Turn
+	}
+	if keep < 0 || keep >= last {
+		return res, fmt.Errorf("%w: turn %d: session %s has turns 1 to %d; a rewind keeps turns up to N < %d", ErrTurnOutOfRange, keep, id, last, last)
 	}
 	if o.Code {
 		cs, err := checkpoint.Open(ctx, checkpoint.Options{Dir: cp.Dir, MaxBytes: cp.MaxBytes})

@@ -33,6 +33,14 @@ func errStatus(err error) (status int, code, title string) {
 		return http.StatusUnprocessableEntity, "workspace-too-wide", "The root or home directory cannot be a session's workspace"
 	case errors.Is(err, errSubAgent):
 		return http.StatusUnprocessableEntity, "subagent-session", "A sub-agent's session is driven through its parent"
+	case errors.As(err, new(*host.FilesChangedError)):
+		return http.StatusConflict, "files-changed", "Files changed outside meka since its last checkpoint; rewind with force to overwrite them"
+	case errors.As(err, new(*host.CheckpointPrunedError)):
+		return http.StatusConflict, "checkpoint-pruned", "The turn's checkpoint was pruned ([checkpoints] max_bytes)"
+	case errors.Is(err, host.ErrNoCheckpoints):
+		return http.StatusUnprocessableEntity, "checkpoints-off", "Checkpoints are off, so files cannot be rewound"
+	case errors.Is(err, host.ErrTurnOutOfRange):
+		return http.StatusUnprocessableEntity, "turn-out-of-range", "The session has no such turn to keep"
 	}
 	return http.StatusInternalServerError, "internal", "meka failed"
 }

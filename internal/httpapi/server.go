@@ -165,6 +165,7 @@ func (s *Server) routes() {
 	m.HandleFunc("PATCH /v1/sessions/{id}", s.patchSession)
 	m.HandleFunc("POST /v1/sessions/{id}/fork", s.forkSession)
 	m.HandleFunc("POST /v1/sessions/{id}/close", s.closeSession)
+	m.HandleFunc("POST /v1/sessions/{id}/rewind", s.rewindSession)
 	m.HandleFunc("GET /v1/sessions/{id}/messages", s.messages)
 	m.HandleFunc("GET /v1/sessions/{id}/export", s.export)
 	m.HandleFunc("POST /v1/sessions/{id}/turns", s.startTurn)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/events"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/permission"
@@ -467,4 +468,79 @@ func (srv *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": next})
+}
+
+// rewindSession takes a session back to after a turn: its files, its
+// log, or both (host.Rewind). A session held here and idle is released
+// first, as a close would; the next request takes it up again.
+func (srv *Server) rewindSession(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Turn  *int64 `json:"turn"`
+		Mode  string `json:"mode"`
+		Force bool   `json:"force"`
+	}
+	if !srv.decode(w, r, &body) {
+		return
+	}
+	o := host.RewindOptions{Force: body.Force}
+	switch body.Mode {
+	case "", "both":
+		o.Code, o.Conversation = true, true
+	case "code":
+		o.Code = true
+	case "conversation":
+		o.Conversation = true
+	default:
+		writeProblem(w, problem{Status: http.StatusBadRequest, Code: "body-invalid", Title: "The request body is not what this endpoint takes",
+			Detail: fmt.Sprintf("mode %q: it is one of both (the default), code and conversation", body.Mode)})
+		return
+	}
+	if body.Turn == nil {
+		writeProblem(w, problem{Status: http.StatusBadRequest, Code: "body-invalid", Title: "The request body is not what this endpoint takes",
+			Detail: "turn is required: the last turn to keep"})
+		return
+	}
+	m, ok := srv.meta(w, r)
+	if !ok {
+		return
+	}
+	if m.ParentID != "" {
+		srv.fail(w, r, errSubAgent)
+		return
+	}
+	if s, held := srv.opts.Host.Get(m.ID); held {
+		if s.Busy() {
+			srv.fail(w, r, agent.ErrBusy)
+			return
+		}
+		if err := srv.opts.Host.CloseSession(r.Context(), m.ID); err != nil {
+			srv.fail(w, r, err)
+			return
+		}
+		srv.detach(m.ID)
+		srv.record(r.Context(), Entry{SessionID: m.ID, Type: "session.released", Data: mustJSON(map[string]string{"reason": "rewind"})})
+	}
+	res, err := srv.opts.Host.RewindSession(r.Context(), m.ID, *body.Turn, o)
+	if err != nil {
+		srv.fail(w, r, err)
+		return
+	}
+	type file struct {
+		Path string `json:"path"`
+		Op   string `json:"op"`
+	}
+	out := struct {
+		ID    string `json:"id"`
+		Turn  int64  `json:"turn"`
+		Files []file `json:"files"`
+		Undo  *int64 `json:"undo"`
+	}{ID: m.ID, Turn: *body.Turn, Files: []file{}}
+	for _, f := range res.Files {
+		out.Files = append(out.Files, file{Path: f.Path, Op: f.Op})
+	}
+	if res.Undo != 0 {
+		out.Undo = &res.Undo
+	}
+	srv.record(r.Context(), Entry{SessionID: m.ID, Type: "session.rewound", Data: mustJSON(out)})
+	writeJSON(w, http.StatusOK, out)
 }
