@@ -222,6 +222,25 @@ func (d Dropped) String() string {
 		d.Turns, d.Messages, d.ToolOutputs, byteSize(d.ToolOutputBytes), byteSize(d.Bytes))
 }
 
+// Describe says in one line how a compaction came about and what it
+// dropped, as /context and sessions show print it.
+func (c Compaction) Describe() string {
+	var b strings.Builder
+	b.WriteString("compaction")
+	if c.Trigger != "" {
+		b.WriteString(" (" + c.Trigger)
+		if c.Focus != "" {
+			fmt.Fprintf(&b, ", focus %q", c.Focus)
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, ", kept from row %d", c.KeptFrom)
+	if c.Dropped != nil {
+		b.WriteString(": dropped " + c.Dropped.String())
+	}
+	return b.String()
+}
+
 func byteSize(n int) string {
 	switch {
 	case n >= 1<<20:

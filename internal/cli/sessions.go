@@ -209,6 +209,9 @@ func Transcript(w io.Writer, rows []session.Row) {
 			if e.Source != "" {
 				who = e.Source
 			}
+			if e.Pinned {
+				who += " (pinned)"
+			}
 			fmt.Fprintf(w, "%s: %s\n", who, partsString(e.Parts))
 		case session.AssistantMessage:
 			for _, p := range e.Parts {
@@ -235,7 +238,7 @@ func Transcript(w io.Writer, rows []session.Row) {
 			}
 			fmt.Fprintln(w, line)
 		case session.Compaction:
-			fmt.Fprintf(w, "[compaction, kept from row %d]\n%s\n", e.KeptFrom, e.Summary)
+			fmt.Fprintf(w, "[%s]\n%s\n", e.Describe(), e.Summary)
 		}
 	}
 	// A call with no result is running now, or its process died; the next

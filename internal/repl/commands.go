@@ -52,7 +52,9 @@ var commands = []struct {
 	{"reload", "", "read AGENTS.md, skills and the environment again", false},
 	{"profile", "[name]", "show or switch the model profile", false},
 	{"cd", "DIR", "move the session to another directory", false},
-	{"compact", "", "summarize older turns now", false},
+	{"compact", "[focus]", "summarize older turns now, keeping focus in particular", false},
+	{"pin", "words", "send words the agent keeps verbatim through every compaction", false},
+	{"context", "", "what compactions dropped and what they keep verbatim", true},
 	{"rewind", "", "take the last turn back; its prompt returns here", false},
 	{"fork", "", "continue in a copy of this session", false},
 	{"clear", "", "start a new session here; this one stays (meka -r ID)", false},
@@ -106,6 +108,9 @@ func (m *screen) command(name, args, typed string) tea.Cmd {
 			// skill's body after the words (seed 002's /skill).
 			return m.start("/" + args)
 		}
+	}
+	if name == "pin" && args != "" {
+		return m.startMessage(session.UserMessage{Parts: model.Parts{model.Text{Text: args}}, Pinned: true})
 	}
 	if name == "plan" && isPick(args) {
 		msg, err := m.pickUp(args)
@@ -243,11 +248,15 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 		}, "")
 	case "compact":
 		return []string{m.st.dim("Compacting the conversation…")}, func() tea.Msg {
-			if err := s.Compact(ctx); err != nil {
+			if err := s.CompactFocus(ctx, args); err != nil {
 				return doneMsg{lines: direction(m.st, session.Notice{Severity: session.SeverityWarning, Title: "Compaction failed: " + err.Error()}, w)}
 			}
 			return doneMsg{}
 		}
+	case "pin":
+		return say("/pin takes the words to send: they reach the agent now and stay verbatim through every compaction."), nil
+	case "context":
+		return contextReport(s.Rows(), w), nil
 	case "rewind":
 		return nil, func() tea.Msg { return rewind(ctx, s, m.st, w) }
 	case "fork":
@@ -702,4 +711,44 @@ func (m *screen) pickUp(args string) (session.UserMessage, error) {
 		}
 	}
 	return session.UserMessage{Parts: model.Parts{model.Text{Text: text}}, Reopen: []string{id}}, nil
+}
+
+// contextReport is /context: every compaction with what it dropped, then
+// what no compaction summarizes (the first message, pinned ones, the
+// skills in use).
+func contextReport(rows []session.Row, w int) []string {
+	var out []string
+	pinned, first := 0, false
+	var skills []string
+	for _, r := range rows {
+		switch e := r.Entry.(type) {
+		case session.Compaction:
+			out = append(out, wrap(strings.ToUpper(e.Describe()[:1])+e.Describe()[1:]+".", w, "  ")...)
+		case session.UserMessage:
+			if e.Source != session.SourceUser && e.Source != session.SourceSchedule {
+				continue
+			}
+			switch {
+			case !first:
+				first = true
+			case e.Pinned:
+				pinned++
+			}
+			if e.Command != "" && len(e.Expansion) > 0 && !slices.Contains(skills, e.Command) {
+				skills = append(skills, e.Command)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = wrap("No compaction yet.", w, "  ")
+	}
+	if !first {
+		return out
+	}
+	keep := fmt.Sprintf("Kept verbatim through every compaction: the first message, %d pinned message(s)", pinned)
+	if len(skills) > 0 {
+		keep += ", skills " + strings.Join(skills, ", ")
+	}
+	keep += "; AGENTS.md and the environment are sent whole with every request."
+	return append(out, wrap(keep, w, "  ")...)
 }

@@ -20,6 +20,7 @@ type fakeSession struct {
 	id       string
 	level    permission.Level
 	steered  []string
+	focuses  []string // what /compact was asked to keep
 	canceled int
 	closed   bool
 	meta     session.Meta
@@ -114,8 +115,13 @@ func (f *fakeSession) Rows() []session.Row { return f.rows }
 func (f *fakeSession) Status() string {
 	return "Permission: " + f.Level().String() + "\nProfile: opus\nContext: 0 of 200000 tokens (0%)"
 }
-func (f *fakeSession) Compact(context.Context) error         { return nil }
-func (f *fakeSession) Withdraw(context.Context, int64) error { return nil }
+func (f *fakeSession) CompactFocus(_ context.Context, focus string) error {
+	f.mu.Lock()
+	f.focuses = append(f.focuses, focus)
+	f.mu.Unlock()
+	return nil
+}
+func (f *fakeSession) Withdraw(context.Context, int64) error      { return nil }
 func (f *fakeSession) Update(_ context.Context, edit func(*session.Meta)) error {
 	edit(&f.meta)
 	return nil

@@ -44,7 +44,9 @@ type Session interface {
 	Rows() []session.Row
 	// Status is the /status block (host.Session.Status).
 	Status() string
-	Compact(ctx context.Context) error
+	// CompactFocus summarizes older turns now, keeping focus in
+	// particular (/compact focus).
+	CompactFocus(ctx context.Context, focus string) error
 	// Withdraw takes the last turn out of the log (/rewind).
 	Withdraw(ctx context.Context, turn int64) error
 	// Update changes the stored description; Reopen loads the session
@@ -225,7 +227,7 @@ func (u *unopened) Rows() []session.Row                { return nil }
 func (u *unopened) Status() string {
 	return "Permission: " + u.level.String() + "\nProfile: " + u.profile + "\nNo session yet: it starts with your first message."
 }
-func (u *unopened) Compact(context.Context) error                     { return errNoSession }
+func (u *unopened) CompactFocus(context.Context, string) error        { return errNoSession }
 func (u *unopened) Withdraw(context.Context, int64) error             { return errNoSession }
 func (u *unopened) Update(context.Context, func(*session.Meta)) error { return errNoSession }
 func (u *unopened) Reopen(context.Context) (Session, error)           { return nil, errNoSession }
