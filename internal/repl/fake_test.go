@@ -121,7 +121,7 @@ func (f *fakeSession) CompactFocus(_ context.Context, focus string) error {
 	f.mu.Unlock()
 	return nil
 }
-func (f *fakeSession) Withdraw(context.Context, int64) error      { return nil }
+func (f *fakeSession) Withdraw(context.Context, int64) error { return nil }
 func (f *fakeSession) Update(_ context.Context, edit func(*session.Meta)) error {
 	edit(&f.meta)
 	return nil
