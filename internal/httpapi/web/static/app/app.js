@@ -316,7 +316,10 @@ function mark(status) {
 
 // --- routing ----------------------------------------------------------------
 
-function route() {
+async function route() {
+  // A login link followed in a tab already showing the app changes only
+  // the fragment: spend its code here too.
+  if (new URLSearchParams(location.hash.slice(1)).has("code") && !(await login())) return;
   const m = location.hash.match(/^#s\/(.+)$/);
   if (m) {
     openSession(decodeURIComponent(m[1]));
