@@ -33,7 +33,9 @@ type Options struct {
 	// MaxNudges replaces DefaultMaxNudges; StopInfo.Continued counts
 	// against it.
 	MaxNudges int
-	// Subagent makes the turn's end fire SubagentStop instead of Stop.
+	// Subagent makes the turn's end fire SubagentStop instead of Stop; a
+	// sub-agent's session fires no SessionStart or SessionEnd, which are
+	// its parent's.
 	Subagent bool
 	// AgentType names a sub-agent's kind on SubagentStop's stdin.
 	AgentType string
@@ -112,6 +114,9 @@ func (h *Hooks) approval(ctx context.Context, req permission.Request) {
 // stored yet.
 func (h *Hooks) end(ctx context.Context) []session.Entry {
 	h.notes.Wait()
+	if h.opts.Subagent {
+		return h.take()
+	}
 	d := h.Fire(context.WithoutCancel(ctx), SessionEnd, "other", "", map[string]any{"reason": "other"})
 	h.keep(d.Entries())
 	return h.take()
@@ -149,7 +154,7 @@ func (h *Hooks) Extension() agent.Extension {
 	if s.Has(Notification) {
 		x.Approvals = append(x.Approvals, h.approval)
 	}
-	if s.Has(SessionEnd) || s.Has(Notification) {
+	if (s.Has(SessionEnd) && !h.opts.Subagent) || s.Has(Notification) {
 		x.Closers = append(x.Closers, h.end)
 	}
 	if s.Has(h.stopEvent()) {
@@ -259,7 +264,7 @@ func (h *Hooks) AfterTool(ctx context.Context, info agent.ToolInfo, result sessi
 func (h *Hooks) BeforePrompt(ctx context.Context, info agent.PromptInfo) agent.PromptVerdict {
 	pending := h.take()
 	var ctxs []string
-	if !h.started.Swap(true) {
+	if !h.started.Swap(true) && !h.opts.Subagent {
 		// SessionStart fires as the session's engine takes its first
 		// prompt: its context rides that prompt, as Claude Code's rides
 		// the first request.

@@ -86,3 +86,14 @@ func TestSubagentStop(t *testing.T) {
 		t.Fatalf("stdin = %v", in)
 	}
 }
+
+// A sub-agent's session is part of its parent's: it fires no
+// SessionStart of its own.
+func TestSubagentNoSessionStart(t *testing.T) {
+	h := newHarness(t, done)
+	h.settings(`{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch \"$CLAUDE_PROJECT_DIR/started\""}]}]}}`)
+	h.run(hooks.Options{Subagent: true}, "go")
+	if runs := h.hookRuns(); len(runs) != 0 {
+		t.Fatalf("runs = %+v", runs)
+	}
+}
