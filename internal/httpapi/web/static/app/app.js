@@ -258,7 +258,7 @@ async function openSession(id) {
       const u = state.usage.get(id) || { input: 0, output: 0, cost: 0 };
       u.input += d.usage.input_tokens || 0; u.output += d.usage.output_tokens || 0; u.cost += d.usage.cost || 0;
       state.usage.set(id, u);
-      usage.textContent = `${fmtTokens(u.input + u.output)} tokens` + (u.cost ? ` · $${u.cost.toFixed(2)}` : "");
+      if (u.input + u.output > 0) usage.textContent = `${fmtTokens(u.input + u.output)} tokens` + (u.cost ? ` · $${u.cost.toFixed(2)}` : "");
     }
     if (d.status === "failed" && d.error) t.notice("warning", "turn failed", d.error.title || "");
   });
