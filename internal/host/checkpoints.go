@@ -83,7 +83,7 @@ func (g *checkpointGuard) AfterTool(ctx context.Context, info agent.ToolInfo, _ 
 
 // checkpointGuardFor opens the checkpoints of a session's roots, or
 // returns nil when they are off.
-func (h *Host) checkpointGuardFor(ctx context.Context, id string, roots []string) agent.ToolGuard {
+func (h *Host) checkpointGuardFor(ctx context.Context, id string, roots []string) *checkpointGuard {
 	c := h.opts.Checkpoints
 	if c == nil {
 		return nil
@@ -231,4 +231,43 @@ func TurnFiles(ctx context.Context, cp *CheckpointOptions, id string) ([]checkpo
 		return nil, err
 	}
 	return st.Turns(ctx, id)
+}
+
+// reset forgets the turn last snapshotted: after a rewind the turn's
+// number comes again and its first change must be recorded again.
+func (g *checkpointGuard) reset() {
+	g.mu.Lock()
+	g.before = -1
+	g.mu.Unlock()
+}
+
+// RewindFiles puts the workspace's files back as they were after turn
+// keep, leaving the log as it is; the session must be idle. The rewind is
+// recorded: Undo names the checkpoint UndoRewind restores.
+func (s *Session) RewindFiles(ctx context.Context, keep int64, force bool) (RewindResult, error) {
+	if s.checkpoints == nil {
+		return RewindResult{}, ErrNoCheckpoints
+	}
+	if s.Busy() {
+		return RewindResult{}, agent.ErrBusy
+	}
+	last := session.LastTurn(s.engine.Rows())
+	r, err := s.checkpoints.store.Rewind(ctx, s.id, keep+1, checkpoint.RestoreOptions{Force: force, Turn: last})
+	if err != nil {
+		return RewindResult{}, err
+	}
+	s.checkpoints.reset()
+	res := RewindResult{Files: r.Changes}
+	if len(r.Changes) > 0 {
+		res.Undo = r.Undo.Seq
+	}
+	return res, nil
+}
+
+// TurnFiles lists what each of the session's turns changed in the files.
+func (s *Session) TurnFiles(ctx context.Context) ([]TurnChanges, error) {
+	if s.checkpoints == nil {
+		return nil, ErrNoCheckpoints
+	}
+	return s.checkpoints.store.Turns(ctx, s.id)
 }

@@ -172,3 +172,46 @@ func TestRewindRefusesOpenSession(t *testing.T) {
 		t.Fatalf("err = %v, want checkpoints off", err)
 	}
 }
+
+// An open session's last turn is taken back with its files (the screen's
+// /rewind), and the turn number, used again, is recorded again.
+func TestRewindFilesOfOpenSession(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		testenv.Skip(t, "git is not installed")
+	}
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	f := newFixture(t, fmt.Sprintf(`[
+	 {"tool_calls":[{"id":"1","name":"file_write","arguments":{"path":%q,"content":"one"}}]},{"text":"done"},
+	 {"tool_calls":[{"id":"2","name":"file_write","arguments":{"path":%q,"content":"two"}}]},{"text":"done"}]`, a, b))
+	f.opts.Permissions = host.Permissions{Default: permission.Workspace}
+	f.opts.Tools = func(env host.Env) ([]tool.Tool, error) { return fstool.New(fstool.Options{FS: env.Files}), nil }
+	f.opts.Checkpoints = &host.CheckpointOptions{Dir: filepath.Join(t.TempDir(), "cp")}
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "write a"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.RewindFiles(t.Context(), 0, false)
+	if err != nil || len(res.Files) != 1 {
+		t.Fatalf("rewind files: %+v %v", res, err)
+	}
+	if err := s.Withdraw(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a.txt still there: %v", err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "write b"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.RewindFiles(t.Context(), 0, false); err != nil || len(res.Files) != 1 || res.Files[0].Path != b {
+		t.Fatalf("the turn used again was not recorded again: %+v %v", res, err)
+	}
+	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("b.txt still there: %v", err)
+	}
+}

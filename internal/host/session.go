@@ -31,8 +31,10 @@ type Session struct {
 	tools   *tool.Registry
 	profile Profile
 	dataDir string
-	level   atomic.Int32
-	files   sessionFiles
+	// checkpoints records what turns change; nil when off.
+	checkpoints *checkpointGuard
+	level       atomic.Int32
+	files       sessionFiles
 	// prompt is the system prompt the engine's requests start with.
 	prompt       *sessionPrompt
 	startNotices []session.Notice
@@ -188,6 +190,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock, a
 		s.onClose = append(s.onClose, x.Closers...)
 	}
 	if g := h.checkpointGuardFor(ctx, meta.ID, append([]string{wide.Cwd}, wide.AdditionalDirs...)); g != nil {
+		s.checkpoints = g
 		opts.Guards = append(opts.Guards, g)
 	}
 	opts.Compactors = append(opts.Compactors, &s.loaded)

@@ -10,6 +10,9 @@ import "context"
 // turn has followed.
 func (s *Session) Withdraw(ctx context.Context, turn int64) error {
 	return s.engine.Withdraw(ctx, turn, func(ctx context.Context, keep int64) error {
+		if s.checkpoints != nil {
+			s.checkpoints.reset()
+		}
 		return s.h.opts.Store.Rewind(ctx, s.id, keep)
 	})
 }

@@ -55,7 +55,7 @@ var commands = []struct {
 	{"compact", "[focus]", "summarize older turns now, keeping focus in particular", false},
 	{"pin", "words", "send words the agent keeps verbatim through every compaction", false},
 	{"context", "", "what compactions dropped and what they keep verbatim", true},
-	{"rewind", "", "take the last turn back; its prompt returns here", false},
+	{"rewind", "[force|files]", "take the last turn back, and the files it changed; its prompt returns here (files: what each turn changed)", false},
 	{"fork", "", "continue in a copy of this session", false},
 	{"clear", "", "start a new session here; this one stays (meka -r ID)", false},
 	{"quit", "", "leave meka (also /exit, or Ctrl+C or Ctrl+D twice)", false},
@@ -258,7 +258,10 @@ func (m *screen) runCommand(name, args string) ([]string, tea.Cmd) {
 	case "context":
 		return contextReport(s.Rows(), w), nil
 	case "rewind":
-		return nil, func() tea.Msg { return rewind(ctx, s, m.st, w) }
+		if args == "files" {
+			return nil, func() tea.Msg { return doneMsg{lines: turnFiles(ctx, s, w)} }
+		}
+		return nil, func() tea.Msg { return rewind(ctx, s, m.st, w, args == "force") }
 	case "fork":
 		return nil, m.switchSession(func(ctx context.Context) (Session, error) { return s.Fork(ctx) }, "")
 	case "quit", "exit":
@@ -412,7 +415,7 @@ func (m *screen) commandDone(msg doneMsg) tea.Cmd {
 }
 
 // rewind takes the last turn back and returns its prompt to the composer.
-func rewind(ctx context.Context, s Session, st styles, w int) tea.Msg {
+func rewind(ctx context.Context, s Session, st styles, w int, force bool) tea.Msg {
 	rows := s.Rows()
 	last := session.LastTurn(rows)
 	if last == 0 {
@@ -425,10 +428,50 @@ func rewind(ctx context.Context, s Session, st styles, w int) tea.Msg {
 			break
 		}
 	}
+	// The files first: one changed outside meka refuses the whole rewind.
+	res, err := s.RewindFiles(ctx, last-1, force)
+	if err != nil && !errors.Is(err, host.ErrNoCheckpoints) {
+		title := "rewind: " + err.Error()
+		if errors.As(err, new(*host.FilesChangedError)) {
+			title = "rewind refused: " + err.Error() + " (/rewind force overwrites them)"
+		}
+		return doneMsg{lines: direction(st, session.Notice{Severity: session.SeverityWarning, Title: title}, w)}
+	}
 	if err := s.Withdraw(ctx, last); err != nil {
 		return doneMsg{lines: direction(st, session.Notice{Severity: session.SeverityWarning, Title: "rewind: " + err.Error()}, w)}
 	}
-	return doneMsg{lines: direction(st, session.Notice{Title: fmt.Sprintf("Rewound turn %d; its prompt is back in the composer", last)}, w), compose: prompt}
+	title := fmt.Sprintf("Rewound turn %d; its prompt is back in the composer", last)
+	if n := len(res.Files); n > 0 {
+		title = fmt.Sprintf("Rewound turn %d and put back %d files; its prompt is back in the composer", last, n)
+	}
+	return doneMsg{lines: direction(st, session.Notice{Title: title}, w), compose: prompt}
+}
+
+// turnFiles is /rewind files: each turn that changed files, and what it
+// changed.
+func turnFiles(ctx context.Context, s Session, w int) []string {
+	turns, err := s.TurnFiles(ctx)
+	if err != nil {
+		return wrap("No file checkpoints: "+err.Error(), w, "  ")
+	}
+	if len(turns) == 0 {
+		return []string{"No turn of this session has changed files."}
+	}
+	var out []string
+	for _, t := range turns {
+		head := fmt.Sprintf("Turn %d: %d files", t.Turn, len(t.Changes))
+		if t.Pruned {
+			head += " (pruned: cannot be rewound)"
+		}
+		out = append(out, head)
+		for _, c := range t.Changes {
+			out = append(out, wrap(c.Op+" "+c.Path, w, "    ")...)
+		}
+		for _, sk := range t.Skipped {
+			out = append(out, wrap("skipped (too large) "+sk, w, "    ")...)
+		}
+	}
+	return out
 }
 
 // statusBlock is /status: the host's block, which spends nothing, and

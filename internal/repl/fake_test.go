@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"meka.dev/meka/agent"
+	"meka.dev/meka/internal/host"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -122,6 +123,12 @@ func (f *fakeSession) CompactFocus(_ context.Context, focus string) error {
 	return nil
 }
 func (f *fakeSession) Withdraw(context.Context, int64) error { return nil }
+func (f *fakeSession) RewindFiles(context.Context, int64, bool) (host.RewindResult, error) {
+	return host.RewindResult{}, host.ErrNoCheckpoints
+}
+func (f *fakeSession) TurnFiles(context.Context) ([]host.TurnChanges, error) {
+	return nil, host.ErrNoCheckpoints
+}
 func (f *fakeSession) Update(_ context.Context, edit func(*session.Meta)) error {
 	edit(&f.meta)
 	return nil

@@ -49,6 +49,10 @@ type Session interface {
 	CompactFocus(ctx context.Context, focus string) error
 	// Withdraw takes the last turn out of the log (/rewind).
 	Withdraw(ctx context.Context, turn int64) error
+	// RewindFiles puts the files back as after turn keep, and TurnFiles
+	// lists what each turn changed (host.Session's, from checkpoints).
+	RewindFiles(ctx context.Context, keep int64, force bool) (host.RewindResult, error)
+	TurnFiles(ctx context.Context) ([]host.TurnChanges, error)
 	// Update changes the stored description; Reopen loads the session
 	// again so that a changed profile or directory applies.
 	Update(ctx context.Context, edit func(m *session.Meta)) error
@@ -227,11 +231,15 @@ func (u *unopened) Rows() []session.Row                { return nil }
 func (u *unopened) Status() string {
 	return "Permission: " + u.level.String() + "\nProfile: " + u.profile + "\nNo session yet: it starts with your first message."
 }
-func (u *unopened) CompactFocus(context.Context, string) error        { return errNoSession }
-func (u *unopened) Withdraw(context.Context, int64) error             { return errNoSession }
-func (u *unopened) Update(context.Context, func(*session.Meta)) error { return errNoSession }
-func (u *unopened) Reopen(context.Context) (Session, error)           { return nil, errNoSession }
-func (u *unopened) Fork(context.Context) (Session, error)             { return nil, errNoSession }
+func (u *unopened) CompactFocus(context.Context, string) error { return errNoSession }
+func (u *unopened) Withdraw(context.Context, int64) error      { return errNoSession }
+func (u *unopened) RewindFiles(context.Context, int64, bool) (host.RewindResult, error) {
+	return host.RewindResult{}, errNoSession
+}
+func (u *unopened) TurnFiles(context.Context) ([]host.TurnChanges, error) { return nil, errNoSession }
+func (u *unopened) Update(context.Context, func(*session.Meta)) error     { return errNoSession }
+func (u *unopened) Reopen(context.Context) (Session, error)               { return nil, errNoSession }
+func (u *unopened) Fork(context.Context) (Session, error)                 { return nil, errNoSession }
 
 func (u *unopened) SetLevel(_ context.Context, l permission.Level) error {
 	u.level = l
