@@ -350,3 +350,26 @@ func TestCanonicalLinkLimit(t *testing.T) {
 		t.Errorf("a chain of %d links = %v, want %v", maxLinks+1, err, errLoop)
 	}
 }
+
+// A root given twice keeps the place of its first mention.
+func TestNewRootsKeepsTheFirstMention(t *testing.T) {
+	w := newWorkspace(t)
+	r, err := NewRoots(w.ws, []string{w.extra, w.ro + "/rw", w.extra}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Writable(), []string{w.ws, w.extra, w.ro + "/rw"}; !slices.Equal(got, want) {
+		t.Errorf("Writable() = %q, want %q", got, want)
+	}
+}
+
+// getEnv reads a variable as exec would: the last entry for it wins.
+func TestGetEnvLastWins(t *testing.T) {
+	env := []string{"A=1", "B=2", "A=3", "C"}
+	if got := getEnv(env, "A"); got != "3" {
+		t.Errorf("getEnv(A) = %q, want 3", got)
+	}
+	if got := getEnv(env, "D"); got != "" {
+		t.Errorf("getEnv(D) = %q, want empty", got)
+	}
+}
