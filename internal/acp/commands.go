@@ -3,6 +3,8 @@ package acp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"meka.dev/meka/agent"
@@ -22,6 +24,8 @@ var builtinCommands = []AvailableCommand{
 	{Name: "reload", Description: "Read AGENTS.md, skills and the environment again for the next request"},
 	{Name: "compact", Description: "Summarize older turns now; the first message, pinned messages and skills in use stay verbatim",
 		Input: &AvailableCommandInput{Hint: "what the summary should keep in particular (optional)"}},
+	{Name: "rewind", Description: "List what each turn changed in the files, or put the files back as after turn N (the conversation stays)",
+		Input: &AvailableCommandInput{Hint: "N to put the files back as after turn N, N force to overwrite files changed outside meka; nothing lists the turns"}},
 }
 
 // commands is the palette: the built-in commands, then the skills hs
@@ -63,7 +67,7 @@ func localCommand(blocks []ContentBlock) (name, args string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
-	if n, rest, cut := strings.Cut(name, " "); cut && n == "compact" {
+	if n, rest, cut := strings.Cut(name, " "); cut && (n == "compact" || n == "rewind") {
 		name, args = n, strings.TrimSpace(rest)
 	}
 	if !isBuiltin(name) {
@@ -104,9 +108,11 @@ func (e *entry) compactNow(ctx context.Context, focus string) *PromptResponse {
 
 // runLocal answers a built-in command as an agent_message_chunk and ends
 // the turn; it spends nothing and says so.
-func (e *entry) runLocal(ctx context.Context, cmd string) *PromptResponse {
+func (e *entry) runLocal(ctx context.Context, cmd, args string) *PromptResponse {
 	var text string
 	switch cmd {
+	case "rewind":
+		text = e.rewindFiles(ctx, args)
 	case "status":
 		text = e.status()
 	case "mcp":
@@ -141,3 +147,54 @@ func (e *entry) runLocal(ctx context.Context, cmd string) *PromptResponse {
 
 // status is the host's /status block, the screen's too.
 func (e *entry) status() string { return e.session().Status() }
+
+// rewindFiles is /rewind: without words, what each turn changed in the
+// files; with N (and force), the files put back as after turn N. An ACP
+// client keeps its own transcript and cannot drop messages from it, so
+// the conversation stays as it is; the files are the part the editor
+// cannot undo by itself.
+func (e *entry) rewindFiles(ctx context.Context, args string) string {
+	hs := e.session()
+	words := strings.Fields(args)
+	if len(words) == 0 {
+		turns, err := hs.TurnFiles(ctx)
+		if err != nil {
+			return "No file checkpoints: " + err.Error()
+		}
+		if len(turns) == 0 {
+			return "No turn of this session has changed files."
+		}
+		var b strings.Builder
+		for _, t := range turns {
+			fmt.Fprintf(&b, "Turn %d: %d files", t.Turn, len(t.Changes))
+			if t.Pruned {
+				b.WriteString(" (pruned: cannot be rewound)")
+			}
+			b.WriteString("\n")
+			for _, c := range t.Changes {
+				fmt.Fprintf(&b, "  %s %s\n", c.Op, c.Path)
+			}
+		}
+		return strings.TrimRight(b.String(), "\n") + "\n/rewind N puts the files back as after turn N."
+	}
+	n, err := strconv.ParseInt(words[0], 10, 64)
+	if err != nil || n < 0 || len(words) > 2 || len(words) == 2 && words[1] != "force" {
+		return "/rewind takes a turn number N, then force to overwrite files changed outside meka: /rewind 2, /rewind 2 force."
+	}
+	res, err := hs.RewindFiles(ctx, n, len(words) == 2)
+	switch {
+	case errors.As(err, new(*host.FilesChangedError)):
+		return "Refused: " + err.Error() + ". /rewind " + words[0] + " force overwrites them."
+	case err != nil:
+		return "The files could not be rewound: " + err.Error()
+	case len(res.Files) == 0:
+		return fmt.Sprintf("Nothing to put back: the files are as they were after turn %d.", n)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Put the files back as after turn %d:\n", n)
+	for _, c := range res.Files {
+		fmt.Fprintf(&b, "  %s %s\n", c.Op, c.Path)
+	}
+	fmt.Fprintf(&b, "The conversation is unchanged. meka sessions rewind %s --undo %d puts these files back.", e.id, res.Undo)
+	return b.String()
+}

@@ -105,6 +105,8 @@ type harnessOptions struct {
 	// home and workspaceHome are host.Options.Home and WorkspaceHome.
 	home          string
 	workspaceHome bool
+	// checkpoints, when set, is where the host keeps them.
+	checkpoints string
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -160,6 +162,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		DataDir:       t.TempDir(),
 		Home:          o.home,
 		WorkspaceHome: o.workspaceHome,
+		Checkpoints:   checkpointsAt(o.checkpoints),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -463,4 +466,11 @@ func (h *harness) raw(lines string) string {
 		}
 		h.mu.Unlock()
 	}
+}
+
+func checkpointsAt(dir string) *host.CheckpointOptions {
+	if dir == "" {
+		return nil
+	}
+	return &host.CheckpointOptions{Dir: dir}
 }

@@ -89,7 +89,7 @@ func (s *server) prompt(ctx context.Context, reqID string, p *PromptRequest) (*P
 			}
 		}
 		if cmd != "compact" {
-			return e.runLocal(ctx, cmd), nil
+			return e.runLocal(ctx, cmd, args), nil
 		}
 	}
 
