@@ -195,9 +195,11 @@ func (e *Engine) run(ctx context.Context, ts *turnState, input session.UserMessa
 func (e *Engine) recordTools(ctx context.Context, ts *turnState) error {
 	info := RequestInfo{Turn: ts.turn, Round: ts.rounds + 1}
 	for _, r := range e.opts.ToolRecorders {
-		if _, err := e.appendRows(ctx, ts.turn, r.RecordTools(ctx, info)...); err != nil {
+		entries := r.RecordTools(ctx, info)
+		if _, err := e.appendRows(ctx, ts.turn, entries...); err != nil {
 			return fmt.Errorf("record tool set: %w", err)
 		}
+		e.emitRecorded(entries)
 	}
 	return nil
 }
