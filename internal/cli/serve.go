@@ -151,7 +151,8 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 		Version:             version(),
 		IdleTimeout:         a.cfg.Serve.IdleTimeout, SweepInterval: a.cfg.Serve.IdleSweepInterval,
 		FeedRetention: a.cfg.Serve.FeedRetention,
-		Logger:        g.logger(), Now: g.now,
+		Heartbeat:     a.cfg.Serve.StreamHeartbeat, WriteTimeout: a.cfg.Serve.StreamWriteTimeout,
+		Logger: g.logger(), Now: g.now,
 	}
 	if a.sched != nil {
 		opts.Schedules = a.sched.sched

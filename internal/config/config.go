@@ -319,6 +319,10 @@ type Serve struct {
 	// directory; set both to serve HTTPS. A listen address beyond loopback
 	// requires them.
 	TLSCert, TLSKey string
+	// StreamHeartbeat is how often an idle event stream gets a keepalive
+	// comment, and StreamWriteTimeout how long one write to a stream may
+	// take before its client counts as gone and the stream is released.
+	StreamHeartbeat, StreamWriteTimeout time.Duration
 }
 
 // Webhook is one [serve.webhooks.NAME] endpoint.
@@ -420,6 +424,8 @@ func Default() *Config {
 			IdleSweepInterval:   5 * time.Minute,
 			RelayProviderErrors: true,
 			FeedRetention:       7 * 24 * time.Hour,
+			StreamHeartbeat:     15 * time.Second,
+			StreamWriteTimeout:  30 * time.Second,
 		},
 		MCP: MCP{
 			DefaultPermission: permission.Unrestricted,

@@ -29,7 +29,8 @@ func TestDefault(t *testing.T) {
 	if !reflect.DeepEqual(c.Schedule, wantSched) {
 		t.Errorf("schedule = %+v, want %+v", c.Schedule, wantSched)
 	}
-	wantServe := Serve{Listen: "127.0.0.1:7878", IdleTimeout: 24 * time.Hour, IdleSweepInterval: 5 * time.Minute, RelayProviderErrors: true, FeedRetention: 7 * 24 * time.Hour}
+	wantServe := Serve{Listen: "127.0.0.1:7878", IdleTimeout: 24 * time.Hour, IdleSweepInterval: 5 * time.Minute, RelayProviderErrors: true, FeedRetention: 7 * 24 * time.Hour,
+		StreamHeartbeat: 15 * time.Second, StreamWriteTimeout: 30 * time.Second}
 	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("serve = %+v, want %+v", c.Serve, wantServe)
 	}
@@ -187,7 +188,8 @@ func TestParseFull(t *testing.T) {
 		s.Timezone != "America/New_York" || s.Location == nil || s.Location.String() != "America/New_York" {
 		t.Errorf("schedule = %+v", s)
 	}
-	wantServe := Serve{Listen: "[::1]:9000", IdleTimeout: 30 * time.Minute, IdleSweepInterval: time.Minute, RelayProviderErrors: false, FeedRetention: 36 * time.Hour}
+	wantServe := Serve{Listen: "[::1]:9000", IdleTimeout: 30 * time.Minute, IdleSweepInterval: time.Minute, RelayProviderErrors: false, FeedRetention: 36 * time.Hour,
+		StreamHeartbeat: 15 * time.Second, StreamWriteTimeout: 30 * time.Second}
 	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("serve = %+v, want %+v", c.Serve, wantServe)
 	}

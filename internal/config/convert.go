@@ -390,6 +390,8 @@ func (c *converter) serve(s *Serve, fs *fileServe) {
 	c.duration(&s.IdleTimeout, key("idle_timeout"), fs.IdleTimeout)
 	c.duration(&s.IdleSweepInterval, key("idle_sweep_interval"), fs.IdleSweepInterval)
 	c.duration(&s.FeedRetention, key("feed_retention"), fs.FeedRetention)
+	c.duration(&s.StreamHeartbeat, key("stream_heartbeat"), fs.StreamHeartbeat)
+	c.duration(&s.StreamWriteTimeout, key("stream_write_timeout"), fs.StreamWriteTimeout)
 	if fs.RelayProviderErrors != nil {
 		s.RelayProviderErrors = *fs.RelayProviderErrors
 	}

@@ -111,6 +111,8 @@ type fileServe struct {
 	FeedRetention       *string                `toml:"feed_retention" want:"a duration string such as \"7d\" or \"36h\""`
 	TLSCert             *string                `toml:"tls_cert" want:"the path of a PEM certificate file"`
 	TLSKey              *string                `toml:"tls_key" want:"the path of a PEM private key file"`
+	StreamHeartbeat     *string                `toml:"stream_heartbeat" want:"a duration string such as \"15s\""`
+	StreamWriteTimeout  *string                `toml:"stream_write_timeout" want:"a duration string such as \"30s\""`
 	Webhooks            map[string]fileWebhook `toml:"webhooks" want:"a table of webhooks, one [serve.webhooks.NAME] table each"`
 }
 

@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"meka.dev/meka/internal/host"
@@ -103,6 +105,8 @@ type Server struct {
 
 	subMu sync.Mutex               // guards subs
 	subs  map[*subscriber]struct{} // live streams, for ephemeral frames
+
+	streams atomic.Int64 // event streams being served
 }
 
 // New returns a server for opts.
@@ -159,6 +163,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/login-links", s.createLoginLink)
 	m.HandleFunc("POST /v1/login", s.login)
 	m.HandleFunc("POST /v1/logout", s.logout)
+	m.HandleFunc("GET /v1/runtime", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]int64{"goroutines": int64(runtime.NumGoroutine()), "streams": s.streams.Load()})
+	})
 	m.HandleFunc("POST /v1/sessions", s.createSession)
 	m.HandleFunc("GET /v1/sessions", s.listSessions)
 	m.HandleFunc("GET /v1/sessions/{id}", s.getSession)
@@ -246,7 +253,8 @@ func loopbackHost(h string) bool {
 // Serve serves on l until ctx ends, then shuts down: streams end, turns
 // in flight are cancelled by the host's close.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	// Before the first request: a client that reconnects after a crash
 	// finds the turn it waited on ended.
 	s.finishInterrupted(ctx)

@@ -71,6 +71,14 @@ func (srv *Server) allEvents(w http.ResponseWriter, r *http.Request) {
 	srv.stream(w, r, r.URL.Query().Get("session"))
 }
 
+// connKey is the context key of a request's connection (Serve sets it).
+type connKey struct{}
+
+// streamSendBuffer is an event stream's socket send buffer: frames are
+// small and flushed one by one, so a larger one only holds more for a
+// client that stopped reading.
+const streamSendBuffer = 64 << 10
+
 // pollInterval bounds how late a stream sees events another process
 // committed; this process's commits wake it at once.
 const pollInterval = time.Second
@@ -113,7 +121,14 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 	}
 	sub := srv.subscribe(sessionID) // before the replay: nothing falls between
 	defer srv.unsubscribe(sub)
+	srv.streams.Add(1)
+	defer srv.streams.Add(-1)
 
+	// A stream's socket keeps a small send buffer: the kernel holds less
+	// for a client that is gone, and the write that finds it comes sooner.
+	if c, ok := r.Context().Value(connKey{}).(interface{ SetWriteBuffer(int) error }); ok {
+		c.SetWriteBuffer(streamSendBuffer)
+	}
 	// Every write has a deadline: a client that vanished without a FIN,
 	// or stopped reading, fills the socket's buffers, and the write that
 	// then cannot finish ends the stream, its goroutine and connection.
@@ -160,6 +175,12 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 	var buf []byte
 	for {
 		changed := srv.opts.Feed.Changed()
+		// A commit after the cache's last read and before changed was
+		// taken closes no channel this stream waits on: read it now, or
+		// it would wait for the next poll.
+		if cache.update(ctx, false) != nil {
+			return
+		}
 		// Catch up: from the store while behind what the cache holds (a
 		// resume from long ago), then from memory.
 		for {
@@ -192,10 +213,7 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 		select {
 		case <-ctx.Done():
 			return
-		case <-changed:
-			if cache.update(ctx, false) != nil {
-				return
-			}
+		case <-changed: // read at the top
 		case <-poll.C:
 			if cache.update(ctx, true) != nil {
 				return
