@@ -70,6 +70,7 @@ var allowed = map[string][]string{
 	// Checkpoints of the files turns change (shadow git repositories), and
 	// git worktrees for sessions and sub-agents.
 	"internal/checkpoint": {},
+	"internal/worktree":   {},
 	// Export and import of sessions, over rows.
 	"internal/archive": {"session", "model", "internal/events"},
 	// L3
