@@ -191,13 +191,16 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		WorkspaceHome: g.workspaceHome,
 		Confinement:   func() string { return sandbox.Describe(cfg.Permissions.Network) },
 		MCP:           servers,
-		Prompt:        g.promptOptions(cfg),
-		Projects:      projectNames(db),
-		Memories:      memoryList(db),
-		Now:           g.now,
-		Logger:        log,
-		Observers:     observers,
-		Checkpoints:   checkpointOptions(cfg, dataDir),
+		ToolSearch:    cfg.MCP.ToolSearch,
+		// The schemas' budget before tool_search stands in for them.
+		ToolSearchBudget: cfg.MCP.ToolSearchBudget,
+		Prompt:           g.promptOptions(cfg),
+		Projects:         projectNames(db),
+		Memories:         memoryList(db),
+		Now:              g.now,
+		Logger:           log,
+		Observers:        observers,
+		Checkpoints:      checkpointOptions(cfg, dataDir),
 	})
 	if err != nil {
 		db.Close()

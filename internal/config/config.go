@@ -352,7 +352,21 @@ type MCP struct {
 	DefaultPermission permission.Level
 	// Servers are keyed by name.
 	Servers map[string]MCPServer
+	// ToolSearch is "auto" (the default), "always" or "never": whether the
+	// servers' tools are offered through tool_search rather than whole;
+	// auto does so once their schemas pass ToolSearchBudget bytes.
+	ToolSearch       string
+	ToolSearchBudget int
 }
+
+// Tool search modes, and the default budget of MCP tool schemas sent
+// whole.
+const (
+	ToolSearchAuto          = "auto"
+	ToolSearchAlways        = "always"
+	ToolSearchNever         = "never"
+	DefaultToolSearchBudget = 10 << 10
+)
 
 // MCPServer is one [mcp.servers.NAME] table. Exactly one of Command and URL
 // is set.
@@ -430,6 +444,8 @@ func Default() *Config {
 		MCP: MCP{
 			DefaultPermission: permission.Unrestricted,
 			Servers:           map[string]MCPServer{},
+			ToolSearch:        ToolSearchAuto,
+			ToolSearchBudget:  DefaultToolSearchBudget,
 		},
 		Agents: Agents{MaxParallel: 4, MaxDepth: 1},
 	}

@@ -34,7 +34,7 @@ func TestDefault(t *testing.T) {
 	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("serve = %+v, want %+v", c.Serve, wantServe)
 	}
-	if c.MCP.DefaultPermission != permission.Unrestricted || len(c.MCP.Servers) != 0 {
+	if c.MCP.DefaultPermission != permission.Unrestricted || len(c.MCP.Servers) != 0 || c.MCP.ToolSearch != "auto" || c.MCP.ToolSearchBudget != 10240 {
 		t.Errorf("mcp = %+v", c.MCP)
 	}
 	// Default hands out fresh values: changing one leaves the next alone.
@@ -121,6 +121,8 @@ feed_retention = "36h"
 
 [mcp]
 default_permission = "read"
+tool_search = "always"
+tool_search_budget = 4096
 
 [mcp.servers.files]
 command = "mcp-files"
@@ -195,7 +197,7 @@ func TestParseFull(t *testing.T) {
 	}
 	ws := permission.Workspace
 	wantMCP := MCP{
-		DefaultPermission: permission.Read,
+		DefaultPermission: permission.Read, ToolSearch: "always", ToolSearchBudget: 4096,
 		Servers: map[string]MCPServer{
 			"files": {
 				Name: "files", Command: "mcp-files", Args: []string{"--root", "."}, Env: map[string]string{"DEBUG": "1"},
@@ -356,6 +358,8 @@ func TestParseErrors(t *testing.T) {
 		{"mcp both", "[mcp.servers.x]\ncommand = \"a\"\nurl = \"https://x\"\n", 3, "mcp.servers.x.url", "not both"},
 		{"mcp neither", "[mcp.servers.x]\nargs = [\"a\"]\n", 1, "mcp.servers.x", "missing command or url"},
 		{"mcp bad level", "[mcp]\ndefault_permission = \"all\"\n", 2, "mcp.default_permission", "unknown permission level"},
+		{"mcp bad tool search", "[mcp]\ntool_search = \"sometimes\"\n", 2, "mcp.tool_search", `"sometimes" is not "auto", "always" or "never"`},
+		{"mcp zero tool search budget", "[mcp]\ntool_search_budget = 0\n", 2, "mcp.tool_search_budget", "not a positive"},
 		{"mcp bad tool level", "[mcp.servers.x]\ncommand = \"a\"\n[mcp.servers.x.tool_permissions]\nrm = \"x\"\n", 4, "mcp.servers.x.tool_permissions.rm", "unknown permission level"},
 		{"mcp env on url", "[mcp.servers.x]\nurl = \"https://x\"\nenv = { A = \"1\" }\n", 3, "mcp.servers.x.env", "only for a server started by command"},
 	}

@@ -516,6 +516,17 @@ func (c *converter) mcp(m *MCP, fm *fileMCP) {
 			m.DefaultPermission = l
 		}
 	}
+	if fm.ToolSearch != nil {
+		switch *fm.ToolSearch {
+		case ToolSearchAuto, ToolSearchAlways, ToolSearchNever:
+			m.ToolSearch = *fm.ToolSearch
+		default:
+			c.fail(keyPath("mcp", "tool_search"), nil, "%q is not \"auto\", \"always\" or \"never\"", *fm.ToolSearch)
+		}
+	}
+	if n := c.positive(keyPath("mcp", "tool_search_budget"), fm.ToolSearchBudget); n > 0 {
+		m.ToolSearchBudget = n
+	}
 	for name, fs := range fm.Servers {
 		key := func(k string) []string { return keyPath("mcp", "servers", name, k) }
 		table := keyPath("mcp", "servers", name)

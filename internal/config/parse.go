@@ -134,6 +134,8 @@ type fileInstructions struct {
 type fileMCP struct {
 	DefaultPermission *string                  `toml:"default_permission" want:"a permission level name (\"none\", \"read\", \"workspace\" or \"unrestricted\")"`
 	Servers           map[string]fileMCPServer `toml:"servers" want:"a table of servers, one [mcp.servers.NAME] table each"`
+	ToolSearch        *string                  `toml:"tool_search" want:"\"auto\", \"always\" or \"never\""`
+	ToolSearchBudget  *int64                   `toml:"tool_search_budget" want:"a number of bytes"`
 }
 
 type fileMCPServer struct {

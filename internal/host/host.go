@@ -191,6 +191,11 @@ type Options struct {
 	// MCP, when set, offers its servers' tools to every session; the
 	// caller starts and closes it.
 	MCP *mcp.Manager
+	// ToolSearch ("auto", "always", "never"; "" is auto) and
+	// ToolSearchBudget (schema bytes; 0 is 10 KB) decide when the MCP
+	// tools are found through tool_search rather than sent whole.
+	ToolSearch       string
+	ToolSearchBudget int
 	// Checkpoints, when set, record what every turn changes in the
 	// workspace, so that a rewind can put the files back.
 	Checkpoints *CheckpointOptions

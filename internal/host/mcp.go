@@ -53,7 +53,15 @@ func (s *Session) addMCP() *mcpRecord {
 	vision := s.profile.Vision
 	b := &mcp.Binding{Elicitor: mcp.ElicitorFunc(s.elicit), ScratchDir: scratch, Now: s.h.opts.Now, Vision: func() bool { return vision }}
 	r := &mcpRecord{m: m}
-	s.tools.AddSource(m.RecordedSource(b, &r.rec), func(name string, err error) {
+	mode, budget := s.h.opts.ToolSearch, s.h.opts.ToolSearchBudget
+	if mode == "" {
+		mode = mcp.SearchAuto
+	}
+	if budget <= 0 {
+		budget = 10 << 10
+	}
+	r.search = &searchFold{src: mcp.NewSearched(m.RecordedSource(b, &r.rec), mode, budget)}
+	s.tools.AddSource(r.search.src, func(name string, err error) {
 		s.h.opts.Logger.Warn("mcp tool not offered", "session_id", s.id, "tool", name, "err", err)
 	})
 	return r
@@ -77,6 +85,38 @@ type mcpRecord struct {
 	rec mcp.Record
 	// asked is set once the recorder was asked, from the turn's goroutine.
 	asked bool
+	// search keeps which tools tool_search found.
+	search *searchFold
+}
+
+// searchFold keeps which MCP tools the model found with tool_search, as
+// the log's accepted searches say, so that resume, fork and rewind offer
+// the same tools.
+type searchFold struct{ src *mcp.Searched }
+
+func (f *searchFold) Name() string { return "tool_search" }
+func (f *searchFold) Reset()       { f.src.Reset() }
+
+func (f *searchFold) Restore(state json.RawMessage) error {
+	var names []string
+	if err := json.Unmarshal(state, &names); err != nil {
+		return err
+	}
+	f.src.Set(names)
+	return nil
+}
+
+func (f *searchFold) Checkpoint() (json.RawMessage, error) { return json.Marshal(f.src.FoundNames()) }
+
+func (f *searchFold) Apply(st session.Step) {
+	r, ok := st.Entry.(session.ToolResult)
+	if !ok || r.Name != mcp.SearchToolName || !r.Accepted() {
+		return
+	}
+	var found mcp.SearchState
+	if json.Unmarshal(r.State, &found) == nil {
+		f.src.Found(found.Found)
+	}
 }
 
 var (

@@ -195,7 +195,7 @@ func (h *Host) load(ctx context.Context, meta session.Meta, lock session.Lock, a
 	}
 	opts.Compactors = append(opts.Compactors, &s.loaded)
 	if record != nil {
-		opts.Folds = append(opts.Folds, record)
+		opts.Folds = append(opts.Folds, record, record.search)
 		opts.ToolRecorders = append(opts.ToolRecorders, record)
 	}
 	extraPrompt := ""
