@@ -68,7 +68,7 @@ func isolatedEnv(t testing.TB, extra ...string) []string {
 	return append(env, extra...)
 }
 
-func run(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
+func run(t testing.TB, dir string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), mekaBinary(t), args...)
 	cmd.Dir = dir

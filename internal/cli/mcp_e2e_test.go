@@ -43,7 +43,7 @@ func mcpTestServer(t *testing.T) string {
 
 // mcpConfig writes a config with one scripted-model profile served by srv
 // and the given [mcp] tables, and returns its path.
-func mcpConfig(t *testing.T, srvURL, mcpTables string) string {
+func mcpConfig(t testing.TB, srvURL, mcpTables string) string {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	body := fmt.Sprintf("[profiles.m]\nprovider = \"openai\"\nbase_url = %q\napi_key_env = \"OPENAI_API_KEY\"\n\n%s", srvURL+"/v1", mcpTables)
@@ -53,7 +53,7 @@ func mcpConfig(t *testing.T, srvURL, mcpTables string) string {
 	return cfg
 }
 
-func scripted(t *testing.T, rounds string) *modeltest.Server {
+func scripted(t testing.TB, rounds string) *modeltest.Server {
 	t.Helper()
 	s, err := script.Parse([]byte(`{"rounds":` + rounds + `}`))
 	if err != nil {
@@ -134,7 +134,7 @@ required = true
 // npmServers returns the directory of the MCP servers from npm
 // (internal/mcp/testdata/servers, installed by .ci/run). Without them the
 // test is skipped, except under CI, where it fails.
-func npmServers(t *testing.T) string {
+func npmServers(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "mcp", "testdata", "servers", "node_modules", "@modelcontextprotocol"))
 	if err != nil {

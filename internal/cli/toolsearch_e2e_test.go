@@ -64,3 +64,38 @@ startup_timeout = "60s"
 		t.Error("a resumed session does not offer what its log found")
 	}
 }
+
+// BenchmarkToolSearchRequestBytes measures the first request's bytes
+// with five MCP servers from npm configured (server-everything three
+// times, server-filesystem twice), their tools sent whole (never) and
+// found through tool_search (always). Run with -benchtime=1x: each
+// iteration starts five node servers.
+func BenchmarkToolSearchRequestBytes(b *testing.B) {
+	for _, mode := range []string{"never", "always"} {
+		b.Run(mode, func(b *testing.B) {
+			dir := npmServers(b)
+			work := b.TempDir()
+			every := filepath.Join(dir, "server-everything", "dist", "index.js")
+			fs := filepath.Join(dir, "server-filesystem", "dist", "index.js")
+			tables := fmt.Sprintf("[mcp]\ntool_search = %q\n", mode)
+			for i := range 3 {
+				tables += fmt.Sprintf("\n[mcp.servers.every%d]\ncommand = \"node\"\nargs = [%q, \"stdio\"]\nstartup_timeout = \"60s\"\n", i, every)
+			}
+			for i := range 2 {
+				tables += fmt.Sprintf("\n[mcp.servers.fs%d]\ncommand = \"node\"\nargs = [%q, %q]\nstartup_timeout = \"60s\"\n", i, fs, work)
+			}
+			var size int
+			for b.Loop() {
+				srv := scripted(b, `[{"text":"done"}]`)
+				cfg := mcpConfig(b, srv.URL, tables)
+				run(b, work, isolatedEnv(b, "OPENAI_API_KEY=k"), "--config", cfg, "--oneshot", "hi")
+				reqs := srv.Requests()
+				if len(reqs) != 1 {
+					b.Fatalf("%d requests", len(reqs))
+				}
+				size = len(reqs[0].Body)
+			}
+			b.ReportMetric(float64(size), "request-bytes")
+		})
+	}
+}
