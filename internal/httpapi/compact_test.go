@@ -29,6 +29,17 @@ func TestCompactKeepsPinned(t *testing.T) {
 	turn("the task: ship v2", false)
 	turn("PIN: prices in cents only", true)
 	turn("chatter", false)
+	// context.compacting is ephemeral: only a stream that is live when it
+	// happens sees it, so read up to the turns' ends first.
+	for ended := 0; ended < 3; {
+		f, ok := next()
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		if f.Type == "turn.completed" {
+			ended++
+		}
+	}
 	h.json("POST", "/v1/sessions/"+s.ID+"/compact", map[string]any{"focus": "prices"}, http.StatusOK, nil)
 	turn("go on", false)
 
