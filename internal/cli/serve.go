@@ -129,7 +129,9 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 		if err != nil {
 			return &exitError{code: 1, err: fmt.Errorf("[serve] tls_cert, tls_key: %w", err)}
 		}
-		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+			// HTTP/2 lets a browser's tabs share one connection.
+			NextProtos: []string{"h2", "http/1.1"}})
 		scheme = "https"
 	} else if !addr.IP.IsLoopback() {
 		// The token and the browser's cookie would cross the network in

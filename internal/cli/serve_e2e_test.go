@@ -29,7 +29,7 @@ type served struct {
 	token string
 }
 
-func startServe(t *testing.T, dir string, env []string) *served {
+func startServe(t testing.TB, dir string, env []string) *served {
 	t.Helper()
 	cmd := exec.Command(mekaBinary(t), "serve", "--listen", "127.0.0.1:0")
 	cmd.Dir, cmd.Env = dir, env
@@ -71,7 +71,7 @@ func startServe(t *testing.T, dir string, env []string) *served {
 	return s
 }
 
-func (s *served) call(t *testing.T, method, path string, body any, out any) int {
+func (s *served) call(t testing.TB, method, path string, body any, out any) int {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -98,7 +98,7 @@ type feedFrame struct{ id, typ, turnID string }
 
 // events opens the session's feed from lastID and sends its durable
 // frames on a channel until the stream ends.
-func (s *served) events(t *testing.T, ctx context.Context, sessionID, lastID string) <-chan feedFrame {
+func (s *served) events(t testing.TB, ctx context.Context, sessionID, lastID string) <-chan feedFrame {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/v1/sessions/"+sessionID+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+s.token)

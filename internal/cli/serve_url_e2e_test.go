@@ -25,7 +25,7 @@ import (
 )
 
 // serveURL runs `meka serve url` and returns the link it prints.
-func serveURL(t *testing.T, dir string, env []string, args ...string) *url.URL {
+func serveURL(t testing.TB, dir string, env []string, args ...string) *url.URL {
 	t.Helper()
 	cmd := exec.Command(mekaBinary(t), append([]string{"serve", "url"}, args...)...)
 	cmd.Dir, cmd.Env = dir, env

@@ -108,7 +108,9 @@ func TestWebAppInChromium(t *testing.T) {
 	if code := srv.call(t, "POST", "/v1/sessions", map[string]any{"cwd": work}, &other); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
-	must("see the new session", chromedp.WaitVisible(fmt.Sprintf(`#sessions a[data-id=%q]`, other.ID)))
+	must("see the new session in the list", chromedp.Evaluate(`location.hash = ''`, nil),
+		chromedp.WaitVisible(fmt.Sprintf(`#sessions a[data-id=%q]`, other.ID)),
+		chromedp.Click(fmt.Sprintf(`#sessions a[data-id=%q]`, rec.ID)), chromedp.WaitVisible(`#prompt`))
 
 	must("start a turn", chromedp.SendKeys(`#prompt`, "write out.txt"), chromedp.Click(`#send`),
 		chromedp.WaitVisible(`.approval button`))

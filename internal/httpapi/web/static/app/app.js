@@ -154,9 +154,13 @@ function newSessionForm() {
 
 // --- one session ------------------------------------------------------------
 
+// A tab holds one stream at a time (browsers allow six HTTP/1.1
+// connections to a server across all tabs): the open session's feed, or
+// else the list's.
 function closeFeed() {
   if (state.feed) state.feed.close();
   state.feed = null;
+  clearInterval(state.poll);
 }
 
 async function openSession(id) {
@@ -231,6 +235,8 @@ async function openSession(id) {
   // EventSource reconnects by itself, sending Last-Event-ID.
   const es = new EventSource(`/v1/sessions/${encodeURIComponent(id)}/events?after=0`);
   state.feed = es;
+  // Other sessions' changes, without a second stream.
+  state.poll = setInterval(() => loadSessions().catch(() => {}), 15000);
   es.onopen = () => { conn.textContent = ""; };
   es.onerror = () => { conn.textContent = es.readyState === EventSource.CLOSED ? "disconnected" : "reconnecting…"; };
   const on = (type, fn) => es.addEventListener(type, (ev) => {
@@ -268,7 +274,10 @@ async function openSession(id) {
     if (c) c.remove();
     rec.state.pending_approvals = Math.max(0, rec.state.pending_approvals - 1); setStatus();
   });
-  on("session.updated", (d) => { if (d.changed && d.changed.title) document.getElementById("title").textContent = d.changed.title; });
+  on("session.updated", (d) => {
+    if (d.changed && d.changed.title) document.getElementById("title").textContent = d.changed.title;
+    loadSessions().catch(() => {});
+  });
   on("feed.reset", () => { t.clear(); });
 
   const submit = async () => {
@@ -325,11 +334,12 @@ async function route() {
     openSession(decodeURIComponent(m[1]));
   } else {
     closeFeed();
+    state.feed = watchAll();
     state.current = null;
     document.body.classList.remove("reading");
     clear(document.getElementById("session"));
     document.getElementById("session").append(h("p", { class: "hint" }, "Pick a session, or start one."));
-    renderList();
+    loadSessions().catch(() => {});
   }
 }
 
@@ -346,6 +356,7 @@ function watchAll() {
   for (const type of ["session.created", "session.updated", "session.released", "turn.started", "turn.completed", "approval.requested", "approval.resolved", "checklist.updated"]) {
     es.addEventListener(type, refresh);
   }
+  return es;
 }
 
 async function start() {
@@ -363,7 +374,6 @@ async function start() {
   document.getElementById("top").append(out);
   window.addEventListener("hashchange", route);
   route();
-  watchAll();
 }
 
 start();

@@ -8,19 +8,30 @@ export class Transcript {
     this.el = h("ol", { id: "transcript", "aria-live": "polite", "aria-label": "Transcript" });
     this.live = new Map(); // delta key → element being streamed into
     this.tools = new Map(); // call id → tool card
+    // Entries wait here and join the page together: appending one at a
+    // time, each measured for scrolling, makes a long replay quadratic.
+    this.pending = document.createDocumentFragment();
+    this.timer = 0;
   }
 
   clear() {
     clear(this.el);
+    clear(this.pending);
     this.live.clear();
     this.tools.clear();
   }
 
   add(node) {
-    const stick = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 40;
-    this.el.append(node);
-    if (stick) this.el.scrollTop = this.el.scrollHeight;
+    this.pending.append(node);
+    if (!this.timer) this.timer = setTimeout(() => this.flush(), 16);
     return node;
+  }
+
+  flush() {
+    this.timer = 0;
+    const stick = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 40;
+    this.el.append(this.pending);
+    if (stick) this.el.scrollTop = this.el.scrollHeight;
   }
 
   delta(key, text, kind) {
