@@ -118,7 +118,7 @@ func importSession(ctx context.Context, g *globals, path, from string) error {
 	// A session's directory must exist here to be resumed; another
 	// machine's is replaced by this one.
 	if st, err := os.Stat(s.Meta.Cwd); s.Meta.Cwd == "" || !filepath.IsAbs(s.Meta.Cwd) || err != nil || !st.IsDir() {
-		if s.Meta.Cwd, err = cwd(); err != nil {
+		if s.Meta.Cwd, err = g.cwd(); err != nil {
 			return err
 		}
 	}

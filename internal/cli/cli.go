@@ -49,10 +49,13 @@ type globals struct {
 	books      map[string]*model.RateBook
 	configFile string
 	dataDir    string
-	profile    string
-	permission string
-	project    string
-	verbose    int
+	// worktree is -w NAME; workdir the worktree it made, where sessions
+	// start.
+	worktree, workdir string
+	profile           string
+	permission        string
+	project           string
+	verbose           int
 	// workspaceHome lets a session in / or $HOME run at workspace.
 	workspaceHome bool
 	// clientDirs is set by front doors whose sessions take their
@@ -172,6 +175,14 @@ Exit status:
 				g.profile = provider
 			}
 			prompt := strings.Join(args, " ")
+			if g.worktree != "" {
+				if cont || resume != "" {
+					return usageError("--worktree starts a new session in a new worktree; -c and -r resume one where it was")
+				}
+				if err := g.enterWorktree(cmd.Context()); err != nil {
+					return err
+				}
+			}
 			if oneshot {
 				if cont && resume != "" {
 					return usageError("--continue and --resume both name a session; give one")
@@ -198,6 +209,7 @@ Exit status:
 	lf.StringVar(&g.inputFormat, "input-format", "text", "with --oneshot --json: text, or stream-json to read user messages, steers and answers as JSON lines on stdin")
 	lf.BoolVarP(&cont, "continue", "c", false, "continue the latest session in this directory")
 	lf.StringVarP(&resume, "resume", "r", "", "resume a session by id (any unique prefix)")
+	lf.StringVarP(&g.worktree, "worktree", "w", "", "start the session in a new git worktree NAME (branch meka/NAME); meka worktrees list|remove")
 	lf.StringVar(&provider, "provider", "", "a configured profile, or openai or anthropic: that provider's profile from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY) unless the config names a profile so")
 	// Our own flag rather than cobra's Version field: cobra prints a custom
 	// version line through text/template, whose reflective method lookup

@@ -374,8 +374,12 @@ func (g *globals) checkKey(p config.Profile) error {
 	return nil
 }
 
-// cwd returns the working directory meka was started in.
-func cwd() (string, error) {
+// cwd returns the directory sessions start in: the worktree -w made, or
+// the working directory meka was started in.
+func (g *globals) cwd() (string, error) {
+	if g.workdir != "" {
+		return g.workdir, nil
+	}
 	d, err := os.Getwd()
 	if err != nil {
 		return "", &exitError{code: 1, err: fmt.Errorf("working directory: %w", err)}

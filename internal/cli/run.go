@@ -43,7 +43,7 @@ func runOneshot(ctx context.Context, g *globals, prompt string, cont bool, resum
 	// turn.failed, the reason on stderr.
 	announced := ""
 	if g.jsonEvents && !cont && resume == "" {
-		if dir, err := cwd(); err == nil {
+		if dir, err := g.cwd(); err == nil {
 			announced = uuid.Must(uuid.NewV7()).String()
 			oneshot.Announce(g.stdout, announced, dir, g.now())
 		}
@@ -83,7 +83,7 @@ func (g *globals) runOneshot(ctx context.Context, prompt string, cont bool, resu
 	}
 	var s *host.Session
 	if announced != "" {
-		dir, err := cwd()
+		dir, err := g.cwd()
 		if err != nil {
 			return err
 		}
@@ -114,7 +114,7 @@ func (g *globals) runOneshot(ctx context.Context, prompt string, cont bool, resu
 // openSession opens the session --resume names, the latest of this
 // directory for --continue, or else creates one.
 func openSession(ctx context.Context, g *globals, a *app, cont bool, resume string) (*host.Session, error) {
-	dir, err := cwd()
+	dir, err := g.cwd()
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func runInteractive(ctx context.Context, g *globals, prompt string, cont bool, r
 	// A session the first message creates: at startup, and after /clear
 	// (which keeps the directory the screen was started in).
 	newSession := func(ctx context.Context, level permission.Level) (repl.Session, error) {
-		dir, err := cwd()
+		dir, err := g.cwd()
 		if err != nil {
 			return nil, err
 		}

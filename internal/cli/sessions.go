@@ -45,7 +45,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				opts.Parent = parent.ID
 			} else if !all {
 				if dir == "" {
-					if dir, err = cwd(); err != nil {
+					if dir, err = g.cwd(); err != nil {
 						return err
 					}
 				}

@@ -187,7 +187,7 @@ func (g *globals) checkWorkspaceHome(level permission.Level) error {
 	if level != permission.Workspace || g.workspaceHome || g.clientDirs {
 		return nil
 	}
-	dir, err := cwd()
+	dir, err := g.cwd()
 	if err != nil {
 		return err
 	}
