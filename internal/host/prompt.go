@@ -285,8 +285,9 @@ func (s *Session) expandSkill(msg session.UserMessage) (session.UserMessage, err
 		return msg, nil
 	}
 	msg.Command = name
+	// The engine carries an invoked skill's body through compactions
+	// itself (verbatim, checkpointed); loaded only counts skill calls.
 	msg.Expansion = model.Parts{model.Text{Text: skillText(sk)}}
-	s.loaded.Add(sk.Name, skillText(sk))
 	return msg, nil
 }
 

@@ -323,3 +323,29 @@ func TestGitOffTheOpeningPath(t *testing.T) {
 		t.Fatal("SystemPrompt differs from what was sent")
 	}
 }
+
+// A skill invoked as /name is carried into a compaction's summary once:
+// the engine keeps its body verbatim, and the host does not add it again.
+func TestInvokedSkillCarriedOnce(t *testing.T) {
+	f := newFixture(t, `[{"text":"deployed"},{"text":"ok"},{"text":"the summary"}]`)
+	cwd := canonDir(t)
+	writeFile(t, filepath.Join(cwd, ".agents", "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: Deploy it.\n---\nDEPLOY-BODY\n")
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"/deploy now", "and then"} {
+		if _, err := s.Prompt(t.Context(), model.Text{Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Compact(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rows := s.Engine().Rows()
+	c := rows[session.LatestCompaction(rows)].Entry.(session.Compaction)
+	if n := strings.Count(c.Summary, "DEPLOY-BODY"); n != 1 {
+		t.Fatalf("the skill's body is in the summary %d times:\n%s", n, c.Summary)
+	}
+}

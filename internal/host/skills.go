@@ -47,10 +47,6 @@ func (l *loadedSkills) Add(name, text string) {
 func (l *loadedSkills) seed(rows []session.Row) {
 	for _, r := range rows {
 		switch e := r.Entry.(type) {
-		case session.UserMessage:
-			if e.Command != "" {
-				l.Add(e.Command, textOf(e.Expansion))
-			}
 		case session.ToolResult:
 			if e.Name == skillToolName && e.Status == session.StatusOK {
 				var st struct {
