@@ -562,7 +562,7 @@ const scenarios = {
     check(skipped?.severity === "warning" && skipped.description.includes("must start with a --- line"), `skipped skill notice ${JSON.stringify(of(state, id, "notice"))}`);
     // The palette sent after session/new and again at the top of the prompt.
     check(of(state, id, "available_commands_update").length === 2, "palette updates");
-    check(JSON.stringify(names()) === '["status","mcp","usage","memories","reload","compact","deploy"]', `palette ${JSON.stringify(names())}`);
+    check(JSON.stringify(names()) === '["status","mcp","hooks","usage","memories","reload","compact","rewind","deploy"]', `palette ${JSON.stringify(names())}`);
     check(palette().find((c) => c.name === "deploy")?.input?.hint === "additional context (optional)", "input hint");
     check(palette().find((c) => c.name === "status")?.description.startsWith("Show the session"), "a skill shadowed /status");
     await prompt(ctx, id, "/usr/lib is where?");
