@@ -157,6 +157,11 @@ func (s *Store) snapshotOf(ctx context.Context, repos []*shadow, sessionID strin
 	if err != nil {
 		return Point{}, err
 	}
+	return s.record(ctx, repos, p, sessionID, turn, kind)
+}
+
+// record keeps state p as a point of the session.
+func (s *Store) record(ctx context.Context, repos []*shadow, p Point, sessionID string, turn int64, kind string) (Point, error) {
 	p.Session, p.Turn, p.Kind, p.Time = sessionID, turn, kind, s.opts.Now().UTC()
 	p.Seq = p.Time.UnixNano()
 	last, ok, err := s.last(sessionID)
@@ -456,7 +461,8 @@ func (s *Store) restore(ctx context.Context, sessionID string, target Point, o R
 			return Result{}, &ConflictError{Changes: outside}
 		}
 	}
-	undo, err := s.snapshotOf(ctx, repos, sessionID, o.Turn, KindRewind)
+	// The state just read is the one the rewind replaces: no second scan.
+	undo, err := s.record(ctx, repos, now, sessionID, o.Turn, KindRewind)
 	if err != nil {
 		return Result{}, err
 	}
@@ -475,7 +481,13 @@ func (s *Store) restore(ctx context.Context, sessionID string, target Point, o R
 			return res, err
 		}
 	}
-	if _, err := s.snapshotOf(ctx, repos, sessionID, o.Turn, KindRestored); err != nil {
+	// read-tree --reset -u left each index (and root) at the target's
+	// tree: that is the state restored, with nothing to scan.
+	restored := Point{Trees: map[string]string{}}
+	for _, r := range repos {
+		restored.Trees[r.root] = target.Trees[r.root]
+	}
+	if _, err := s.record(ctx, repos, restored, sessionID, o.Turn, KindRestored); err != nil {
 		return res, err
 	}
 	return res, nil
