@@ -217,7 +217,11 @@ func TestUsageUpdateCarriesTheCost(t *testing.T) {
 	h.sync()
 	h.take()
 	h.prompt(id, "first")
-	h.prompt(id, "second")
+	// The prompt's response carries the turn's own cost in usage._meta.
+	resp := h.prompt(id, "second")
+	if c, ok := resp.Usage.Meta["cost"].(map[string]any); !ok || c["amount"] != 0.5 || c["currency"] != "USD" {
+		t.Fatalf("prompt response usage %+v, want _meta.cost 0.5 USD", resp.Usage)
+	}
 	if got := costs(); len(got) != 2 || got[0] != 0.25 || got[1] != 0.75 {
 		t.Fatalf("costs %v, want [0.25 0.75]", got)
 	}

@@ -163,6 +163,11 @@ func usage(u model.Usage) *Usage {
 	}
 	r, w := u.CacheReadTokens, u.CacheWriteTokens
 	out.CachedReadTokens, out.CachedWriteTokens = &r, &w
+	// ACP's Usage has no cost field; a priced turn's spend rides in _meta,
+	// in the shape usage_update.cost has.
+	if u.Cost > 0 {
+		out.Meta = Meta{"cost": Cost{Amount: u.Cost, Currency: "USD"}}
+	}
 	return out
 }
 
