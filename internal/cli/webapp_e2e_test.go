@@ -26,11 +26,18 @@ func chromium(t testing.TB) context.Context {
 	if err != nil {
 		testenv.Skip(t, "chromium not installed (apt-get install chromium): the web app's browser tests need it")
 	}
+	// Chromium's helpers may still be writing to its profile as the test
+	// ends, so the profile is removed after the browser, errors ignored.
+	profile, err := os.MkdirTemp("", "meka-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(profile) })
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900),
 	}
 	// A bound on a hung browser, not a speed check.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -38,7 +45,10 @@ func chromium(t testing.TB) context.Context {
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(acancel)
 	bctx, bcancel := chromedp.NewContext(actx)
-	t.Cleanup(bcancel)
+	t.Cleanup(func() {
+		chromedp.Cancel(bctx) // closes the browser and waits for it
+		bcancel()
+	})
 	if err := chromedp.Run(bctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
