@@ -629,3 +629,56 @@ func (s *Store) size(ctx context.Context) (int64, error) {
 	}
 	return total, nil
 }
+
+// Export writes root's files as they were after turn keep of the session
+// into dest (a fork's new directory); the root itself is not touched.
+func (s *Store) Export(ctx context.Context, sessionID string, keep int64, root, dest string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps, err := s.Points(sessionID)
+	if err != nil {
+		return err
+	}
+	if len(ps) == 0 {
+		return fmt.Errorf("checkpoint: session %s has no checkpoints", sessionID)
+	}
+	// As in Rewind: the earliest Before point of the last run of turns
+	// after keep, else the newest state.
+	target := ps[len(ps)-1]
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].Kind != KindBefore {
+			continue
+		}
+		if ps[i].Turn <= keep {
+			break
+		}
+		target = ps[i]
+	}
+	if target.Pruned {
+		return &PrunedError{Turn: keep + 1, Oldest: -1}
+	}
+	tree, ok := target.Trees[root]
+	if !ok {
+		return fmt.Errorf("checkpoint: no checkpoints of %s", root)
+	}
+	r, err := s.repo(ctx, root)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	tmp, err := os.CreateTemp(s.opts.Dir, "export-index-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	tmp.Close()
+	os.Remove(tmp.Name()) // git wants to create it
+	defer os.Remove(tmp.Name())
+	out := &shadow{git: r.git, dir: r.dir, root: dest, index: tmp.Name()}
+	if _, err := out.run(ctx, nil, "read-tree", tree); err != nil {
+		return err
+	}
+	_, err = out.run(ctx, nil, "checkout-index", "-a", "-f")
+	return err
+}

@@ -269,3 +269,40 @@ func TestReopenAfterCrash(t *testing.T) {
 		t.Fatal("not rewound")
 	}
 }
+
+// A fork with its files: the state after a turn is written into another
+// directory and the root is left as it is.
+func TestExport(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	write(t, filepath.Join(root, "a.txt"), "v1\n")
+	s := open(t, root, checkpoint.Options{})
+	s.Snapshot(ctx, "s", 1, checkpoint.KindBefore)
+	write(t, filepath.Join(root, "a.txt"), "v2\n")
+	write(t, filepath.Join(root, "d", "b.txt"), "b\n")
+	s.Snapshot(ctx, "s", 1, checkpoint.KindAfter)
+	s.Snapshot(ctx, "s", 2, checkpoint.KindBefore)
+	write(t, filepath.Join(root, "a.txt"), "v3\n")
+	s.Snapshot(ctx, "s", 2, checkpoint.KindAfter)
+
+	dest := filepath.Join(t.TempDir(), "fork")
+	if err := s.Export(ctx, "s", 1, root, dest); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, filepath.Join(dest, "a.txt")) != "v2\n" || read(t, filepath.Join(dest, "d", "b.txt")) != "b\n" {
+		t.Fatal("the fork's files are not those after turn 1")
+	}
+	if read(t, filepath.Join(root, "a.txt")) != "v3\n" {
+		t.Fatal("the root was touched")
+	}
+	dest0 := filepath.Join(t.TempDir(), "fork0")
+	if err := s.Export(ctx, "s", 0, root, dest0); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, filepath.Join(dest0, "a.txt")) != "v1\n" {
+		t.Fatal("the fork at turn 0 is not the state before turn 1")
+	}
+	if _, err := os.Stat(filepath.Join(dest0, "d")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a file created later is in the fork at turn 0")
+	}
+}

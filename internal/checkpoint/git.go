@@ -22,6 +22,8 @@ type shadow struct {
 	git  string
 	dir  string // the git directory
 	root string // the work tree
+	// index, when set, is another index file than the shadow's own.
+	index string
 }
 
 func shadowDir(base, root string) string {
@@ -50,6 +52,9 @@ func (s *shadow) run(ctx context.Context, stdin []byte, args ...string) ([]byte,
 	cmd := exec.CommandContext(ctx, s.git, full...)
 	cmd.Dir = s.root
 	cmd.Env = gitEnv()
+	if s.index != "" {
+		cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+s.index)
+	}
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

@@ -73,4 +73,22 @@ func TestKilledMidTurnThenRewound(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "new.txt")); !os.IsNotExist(err) {
 		t.Fatalf("new.txt not removed: %v", err)
 	}
+
+	// A fork at turn 0 takes the files as they were then into a new
+	// directory, where the fork works.
+	forkDir := filepath.Join(t.TempDir(), "fork")
+	out, errOut, code = run(t, work, env, "sessions", "fork", id, "--turn", "0", "--code", forkDir)
+	if code != 0 {
+		t.Fatalf("fork --code: code %d %q", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(forkDir, "a.txt")); string(b) != "hello\n" {
+		t.Fatalf("fork's a.txt = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(forkDir, "new.txt")); !os.IsNotExist(err) {
+		t.Fatalf("fork has new.txt: %v", err)
+	}
+	forks, _, _ := run(t, forkDir, env, "sessions", "list")
+	if !strings.Contains(forks, strings.TrimSpace(out)[:8]) {
+		t.Fatalf("the fork does not work in its directory: %q", forks)
+	}
 }

@@ -23,7 +23,10 @@ import (
 // session's lock for a rewind, as a running meka holds it while it writes.
 
 func newForkCmd(g *globals) *cobra.Command {
-	var turn int64
+	var (
+		turn    int64
+		codeDir string
+	)
 	cmd := &cobra.Command{
 		Use:   "fork ID [--turn N]",
 		Short: "copy a session, whole or through turn N, into a new session",
@@ -51,6 +54,30 @@ continue the copy with meka -r NEWID.`,
 					return &exitError{code: 1, err: err}
 				}
 				f.Title = session.ForkTitle(m.ID, m.Title, through)
+				if codeDir != "" {
+					cp, err := g.checkpointsFor()
+					if err != nil {
+						return err
+					}
+					keep := through
+					if keep < 0 {
+						keep = last
+					}
+					dest, err := filepath.Abs(codeDir)
+					if err != nil {
+						return usageError("--code %s: %v", codeDir, err)
+					}
+					if entries, err := os.ReadDir(dest); err == nil && len(entries) > 0 {
+						return usageError("--code %s: the directory is not empty; name a new one", codeDir)
+					}
+					if err := host.ExportFiles(cmd.Context(), cp, m.ID, keep, m.Cwd, dest); err != nil {
+						return &exitError{code: 1, err: fmt.Errorf("fork --code: %w", err)}
+					}
+					if dest, err = filepath.EvalSymlinks(dest); err == nil {
+						f.Cwd = dest
+					}
+					fmt.Fprintf(g.stderr, "the fork's files, as after turn %d, are in %s\n", keep, dest)
+				}
 				if err := st.Update(cmd.Context(), f); err != nil {
 					return &exitError{code: 1, err: err}
 				}
@@ -65,6 +92,7 @@ continue the copy with meka -r NEWID.`,
 		},
 	}
 	cmd.Flags().Int64Var(&turn, "turn", 0, "copy the turns up to and including N (default: all)")
+	cmd.Flags().StringVar(&codeDir, "code", "", "also write the workspace's files as after turn N into this new directory, where the fork then works")
 	return cmd
 }
 

@@ -271,3 +271,16 @@ func (s *Session) TurnFiles(ctx context.Context) ([]TurnChanges, error) {
 	}
 	return s.checkpoints.store.Turns(ctx, s.id)
 }
+
+// ExportFiles writes root's files as they were after turn keep of
+// session id into dest: a fork that takes the files too.
+func ExportFiles(ctx context.Context, cp *CheckpointOptions, id string, keep int64, root, dest string) error {
+	if cp == nil {
+		return ErrNoCheckpoints
+	}
+	st, err := checkpoint.Open(ctx, checkpoint.Options{Dir: cp.Dir})
+	if err != nil {
+		return err
+	}
+	return st.Export(ctx, id, keep, root, dest)
+}
