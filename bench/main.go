@@ -26,7 +26,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -255,7 +254,7 @@ func measure(a agent, env []string, work string, srv *modeltest.Server) (sample,
 	if err := cmd.Wait(); err != nil {
 		return sm, fmt.Errorf("acp exit: %v\nstderr: %s", err, stderr.String())
 	}
-	sm.rssKB = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	sm.rssKB = maxRSSKB(cmd.ProcessState)
 	sm.acpCPU = cpu(cmd.ProcessState)
 
 	one := exec.Command(a.bin, append(a.one, "say ok")...)
@@ -265,7 +264,7 @@ func measure(a agent, env []string, work string, srv *modeltest.Server) (sample,
 		return sm, fmt.Errorf("one-shot: %v\n%s", err, out)
 	}
 	sm.oneshot = time.Since(t)
-	sm.oneshotRSSKB = one.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	sm.oneshotRSSKB = maxRSSKB(one.ProcessState)
 	sm.oneshotCPU = cpu(one.ProcessState)
 	return sm, nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 )
 
 // TrustFile is the file in meka's data directory that lists the trusted
@@ -128,8 +127,8 @@ func (t Trust) Trusted(dir string, files []string, uid int) (ok bool, why string
 		if err != nil {
 			return false, "", err
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
-			return false, fmt.Sprintf("%s is owned by another user (uid %d)", f, st.Uid), nil
+		if owner, ok := fileOwner(fi); ok && owner != uid {
+			return false, fmt.Sprintf("%s is owned by another user (uid %d)", f, owner), nil
 		}
 	}
 	return true, "", nil

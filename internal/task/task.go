@@ -22,8 +22,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"meka.dev/meka/internal/sandbox"
 )
 
@@ -313,7 +311,7 @@ func (r *Registry) wait(e *entry, ctx context.Context, run *sandbox.Running, out
 	case cause != nil:
 		t.State, t.Reason = Killed, cause.Error()
 	case ended:
-		t.State, t.Signal = Failed, unix.SignalName(st.Signal)
+		t.State, t.Signal = Failed, signalName(st.Signal)
 	default:
 		t.State, t.Reason = Failed, werr.Error()
 	}

@@ -134,7 +134,7 @@ func openRegular(path string) (*os.File, error) {
 		return nil, sandbox.NotRegular("read", path, fi.Mode())
 	}
 	// Reads of a regular file never block; the mode is only for the open.
-	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
+	if err := setBlocking(f); err != nil {
 		f.Close()
 		return nil, err
 	}

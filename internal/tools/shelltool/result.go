@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"meka.dev/meka/internal/task"
 	"meka.dev/meka/model"
 	"meka.dev/meka/tool"
@@ -20,7 +18,7 @@ func signalName(sig syscall.Signal) string {
 	if sig == 0 {
 		return ""
 	}
-	return unix.SignalName(sig)
+	return sysSignalName(sig)
 }
 
 // result is what the model reads: how the command ended, then stdout and
