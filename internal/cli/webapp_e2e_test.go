@@ -153,6 +153,21 @@ func TestWebAppInChromium(t *testing.T) {
 		chromedp.Poll(`document.querySelector('#status').textContent === 'idle'`, nil),
 		chromedp.Poll(`[...document.querySelectorAll('#transcript .notice')].some(e => e.textContent.includes('cancelled'))`, nil))
 
+	// A scheduled job shows with when it fires, and cancels from the page.
+	var job struct{ ID string }
+	if code := srv.call(t, "POST", "/v1/sessions/"+rec.ID+"/schedule", map[string]any{"prompt": "check the build", "every": "30m"}, &job); code != 201 {
+		t.Fatalf("schedule: %d", code)
+	}
+	must("cancel a job", chromedp.Reload(), chromedp.WaitVisible(fmt.Sprintf(`#jobs li[data-job=%q] button`, job.ID)),
+		// Clicked from the page's own script: the list is redrawn as the
+		// feed replays, so a node found a moment before may be gone.
+		chromedp.Evaluate(fmt.Sprintf(`document.querySelector('#jobs li[data-job=%q] button').click()`, job.ID), nil),
+		chromedp.Poll(`document.querySelectorAll('#jobs li').length === 0`, nil))
+	var jobs struct{ Items []any }
+	if code := srv.call(t, "GET", "/v1/schedule", nil, &jobs); code != 200 || len(jobs.Items) != 0 {
+		t.Fatalf("after cancel from the page: %d %v", code, jobs.Items)
+	}
+
 	var signin string
 	must("reuse the link", chromedp.Navigate(link), chromedp.WaitVisible(`#signin`), chromedp.Text(`#signin`, &signin))
 	if !strings.Contains(signin, "already used") {

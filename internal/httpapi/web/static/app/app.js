@@ -194,6 +194,7 @@ async function openSession(id) {
     h("p", { class: "dir" }, rec.cwd, " · ", rec.profile, " · ", rec.permission),
     approvals,
     h("details", { id: "plan-panel", open: true }, h("summary", {}, "Checklist"), plan),
+    h("details", { id: "jobs-panel", hidden: true }, h("summary", {}, "Schedule"), h("ul", { id: "jobs" })),
     t.el,
     composer);
 
@@ -214,6 +215,33 @@ async function openSession(id) {
   };
   setStatus();
   setPlan(rec.checklist);
+
+  // The session's scheduled jobs: when each fires next, why one is
+  // withheld or parked, and a cancel.
+  const loadJobs = async () => {
+    let data;
+    try { data = await api("GET", `/v1/sessions/${encodeURIComponent(id)}/schedule`); } catch { return; }
+    const ul = document.getElementById("jobs");
+    if (!ul) return;
+    clear(ul);
+    for (const j of data.items || []) {
+      const li = h("li", { class: "job", "data-job": j.id },
+        h("span", { class: "prompt" }, j.prompt), " · next " + (j.next_fire_local || j.next_fire_at),
+        j.withheld ? h("span", { class: "reason" }, " · " + j.withheld) : "",
+        j.parked ? h("span", { class: "reason" }, " · held: " + j.parked.reason) : "",
+        " ", h("button", {
+          type: "button", class: "danger",
+          onclick: async () => {
+            try { await api("DELETE", "/v1/schedule/" + encodeURIComponent(j.id)); } catch (e) { if (e.status !== 404) { err.textContent = e.message; return; } }
+            loadJobs();
+          },
+        }, "Cancel job"));
+      ul.append(li);
+    }
+    document.getElementById("jobs-panel").hidden = ul.childElementCount === 0;
+    document.getElementById("jobs-panel").open = ul.childElementCount > 0;
+  };
+  loadJobs();
 
   const addApproval = (d) => {
     if (document.getElementById("ap-" + d.approval_id)) return;
@@ -279,6 +307,7 @@ async function openSession(id) {
     loadSessions().catch(() => {});
   });
   on("feed.reset", () => { t.clear(); });
+  for (const type of ["schedule.created", "schedule.cancelled", "schedule.changed", "schedule.fired"]) on(type, () => loadJobs());
 
   const submit = async () => {
     const msg = text.value.trim();
