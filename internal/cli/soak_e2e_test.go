@@ -110,10 +110,22 @@ func TestServeSoak(t *testing.T) {
 		t.Fatalf("create: %d", code)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	defer func() { cancel() }()
 	feed := srv.events(t, ctx, rec.ID, "")
 	done := 0
 	turn := func() {
+		// A new session every 50 turns: one session's history grows with
+		// its turns, which is not what a daemon must keep flat.
+		if done > 0 && done%50 == 0 {
+			cancel()
+			for range feed {
+			}
+			if code := srv.call(t, "POST", "/v1/sessions", map[string]any{"cwd": work}, &rec); code != 201 {
+				t.Fatalf("create: %d", code)
+			}
+			ctx, cancel = context.WithCancel(t.Context())
+			feed = srv.events(t, ctx, rec.ID, "")
+		}
 		var tr struct {
 			TurnID string `json:"turn_id"`
 		}
