@@ -114,11 +114,15 @@ func TestServeSoak(t *testing.T) {
 	feed := srv.events(t, ctx, rec.ID, "")
 	done := 0
 	turn := func() {
-		// A new session every 50 turns: one session's history grows with
-		// its turns, which is not what a daemon must keep flat.
+		// A new session every 50 turns, the last one closed: one session's
+		// history grows with its turns, which is not what a daemon must keep
+		// flat.
 		if done > 0 && done%50 == 0 {
 			cancel()
 			for range feed {
+			}
+			if code := srv.call(t, "POST", "/v1/sessions/"+rec.ID+"/close", nil, nil); code/100 != 2 {
+				t.Fatalf("close: %d", code)
 			}
 			if code := srv.call(t, "POST", "/v1/sessions", map[string]any{"cwd": work}, &rec); code != 201 {
 				t.Fatalf("create: %d", code)
