@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +46,11 @@ func (g *globals) hooksExtension(cfg *config.Config, dataDir string, protected, 
 	var own hooks.Settings
 	if len(cfg.Hooks) > 0 {
 		s, err := hooks.FromConfig(cfg.File, cfg.Hooks)
-		if err != nil {
+		if ke, ok := errors.AsType[*hooks.KeyError](err); ok {
+			key := []string{"hooks", ke.Event}
+			line, col := config.Locate(cfg.File, key, ke.Entry)
+			return nil, &config.Error{File: cfg.File, Line: line, Column: col, Key: "hooks." + ke.Key(), Msg: ke.Msg, Err: err}
+		} else if err != nil {
 			return nil, err
 		}
 		own = s

@@ -109,7 +109,7 @@ func writeHookFile(t *testing.T, path, content string) {
 }
 
 // meka's own [hooks] table has Claude Code's shape in TOML; a malformed
-// one is refused naming the file and the key.
+// one is refused naming the file, the line and the key.
 func TestConfigHooksEndToEnd(t *testing.T) {
 	s, err := script.Parse([]byte(`{"rounds":[{"text":"never"}]}`))
 	if err != nil {
@@ -134,14 +134,19 @@ timeout = 5
 		t.Fatalf("%d model requests for a refused prompt", n)
 	}
 
+	// The second entry is the bad one: the error names its line, 6.
 	writeHookFile(t, cfgFile, `
+[[hooks.Stop]]
+[[hooks.Stop.hooks]]
+type = "command"
+command = "true"
 [[hooks.Stop]]
 [[hooks.Stop.hooks]]
 type = "prompt"
 prompt = "is it done?"
 `)
 	_, errOut, code := run(t, t.TempDir(), env, "--oneshot", "hi")
-	if code == 0 || !strings.Contains(errOut, cfgFile) || !strings.Contains(errOut, "hooks.Stop[0].hooks[0].type") {
+	if code == 0 || !strings.Contains(errOut, cfgFile+":6:") || !strings.Contains(errOut, "hooks.Stop[1].hooks[0].type") {
 		t.Fatalf("code %d stderr %q", code, errOut)
 	}
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -52,8 +54,19 @@ func indexKeys(data []byte) (*keyIndex, error) {
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
+		case unstable.Table:
 			table = x.addKey(nil, e.Key(), unstable.Table)
+		case unstable.ArrayTable:
+			table = x.addKey(nil, e.Key(), unstable.Table)
+			// Each [[header]] is an element of the array at its path (an
+			// array nested in one counts across its parents' elements).
+			var last position
+			for it := e.Key(); it.Next(); {
+				last = x.positionOf(it.Node().Raw)
+			}
+			if en := x.get(table); en != nil {
+				en.elems = append(en.elems, last)
+			}
 		case unstable.KeyValue:
 			x.addKeyValue(table, e)
 		}
@@ -289,4 +302,26 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// Locate says where key is set in the config file at path: the line and
+// column of element elem of the array of tables at key (elem < 0: the key
+// itself), or of its nearest enclosing table when the file does not set it;
+// zeros when the file cannot be read or parsed. It serves values whose
+// shape another package checks after Load (the [hooks] table), so their
+// errors name a line as every other config error does.
+func Locate(path string, key []string, elem int) (line, col int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0
+	}
+	idx, err := indexKeys(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	if err != nil {
+		return 0, 0
+	}
+	pos := idx.locate(key)
+	if elem >= 0 {
+		pos = idx.locateElem(key, elem)
+	}
+	return pos.line, pos.col
 }

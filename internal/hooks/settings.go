@@ -100,6 +100,30 @@ func ParseSettings(name string, data []byte) (Settings, error) {
 	return parseHooks(name, file.Hooks)
 }
 
+// KeyError is a hooks object's problem at one key, so a caller that knows
+// where the object came from (meka's config file) can say on which line.
+type KeyError struct {
+	File  string // the settings file, or "config.toml: [hooks]"
+	Event string // the event key, or "confine"
+	Entry int    // the entry's index in the event's array; -1 for the event itself
+	Field string // below the entry, e.g. "matcher" or "hooks[1].command"
+	Msg   string
+}
+
+// Key is the dotted key below hooks, e.g. PreToolUse[0].hooks[1].command.
+func (e *KeyError) Key() string {
+	k := e.Event
+	if e.Entry >= 0 {
+		k += fmt.Sprintf("[%d]", e.Entry)
+	}
+	if e.Field != "" {
+		k += "." + e.Field
+	}
+	return k
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("%s: hooks.%s: %s", e.File, e.Key(), e.Msg) }
+
 // parseHooks reads a hooks object: event names to entries, and meka's
 // confine key.
 func parseHooks(name string, raw json.RawMessage) (Settings, error) {
@@ -111,18 +135,18 @@ func parseHooks(name string, raw json.RawMessage) (Settings, error) {
 	for ev, v := range obj {
 		if ev == "confine" {
 			if err := json.Unmarshal(v, &s.Confine); err != nil {
-				return Settings{}, fmt.Errorf("%s: hooks.confine: want true or false", name)
+				return Settings{}, &KeyError{File: name, Event: "confine", Entry: -1, Msg: "want true or false"}
 			}
 			continue
 		}
 		var entries []Entry
 		if err := json.Unmarshal(v, &entries); err != nil {
-			return Settings{}, fmt.Errorf("%s: hooks.%s: want an array of {matcher, hooks} entries: %w", name, ev, err)
+			return Settings{}, &KeyError{File: name, Event: ev, Entry: -1, Msg: "want an array of {matcher, hooks} entries: " + err.Error()}
 		}
 		for i, e := range entries {
 			if e.Matcher != "" && e.Matcher != "*" {
 				if _, err := regexp.Compile(e.Matcher); err != nil {
-					return Settings{}, fmt.Errorf("%s: hooks.%s[%d].matcher: %w", name, ev, i, err)
+					return Settings{}, &KeyError{File: name, Event: ev, Entry: i, Field: "matcher", Msg: err.Error()}
 				}
 			}
 			for j, h := range e.Hooks {
@@ -130,13 +154,13 @@ func parseHooks(name string, raw json.RawMessage) (Settings, error) {
 					// Claude Code's prompt, http and agent hooks are not
 					// commands meka can run; skipping them silently would
 					// hide a guard, so say so.
-					return Settings{}, fmt.Errorf("%s: hooks.%s[%d].hooks[%d].type: meka runs only \"command\" hooks, not %q", name, ev, i, j, h.Type)
+					return Settings{}, &KeyError{File: name, Event: ev, Entry: i, Field: fmt.Sprintf("hooks[%d].type", j), Msg: fmt.Sprintf("meka runs only \"command\" hooks, not %q", h.Type)}
 				}
 				if h.Command == "" {
-					return Settings{}, fmt.Errorf("%s: hooks.%s[%d].hooks[%d].command: empty", name, ev, i, j)
+					return Settings{}, &KeyError{File: name, Event: ev, Entry: i, Field: fmt.Sprintf("hooks[%d].command", j), Msg: "empty"}
 				}
 				if h.Timeout < 0 {
-					return Settings{}, fmt.Errorf("%s: hooks.%s[%d].hooks[%d].timeout: want seconds, not %v", name, ev, i, j, h.Timeout)
+					return Settings{}, &KeyError{File: name, Event: ev, Entry: i, Field: fmt.Sprintf("hooks[%d].timeout", j), Msg: fmt.Sprintf("want seconds, not %v", h.Timeout)}
 				}
 			}
 		}
