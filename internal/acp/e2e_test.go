@@ -166,7 +166,7 @@ var scenarios = []scenario{
 		{"tool_calls": [{"id": "p2", "name": "checklist_edit", "arguments": {"id": "c1", "status": "completed"}}]},
 		{"text": "done"}]`},
 	{name: "cancel", level: "unrestricted", rounds: `[
-		{"tool_calls": [{"id": "s1", "name": "shell_execute", "arguments": {"command": "sleep 30"}}]},
+		{"tool_calls": [{"id": "s1", "name": "shell_execute", "arguments": {"command": "echo started; sleep 30"}}]},
 		{"tool_calls": [{"id": "s2", "name": "shell_execute", "arguments": {"command": "sleep 30"}}]}]`},
 	{name: "subagent", level: "read", extra: "approvals = true\n", rounds: `[
 		{"tool_calls": [{"id": "sp", "name": "agent_spawn", "arguments": {"task": "write sub.txt", "description": "Writer"}}], "usage": {"input_tokens": 10, "output_tokens": 1}},

@@ -206,7 +206,12 @@ func TestOneshotNPMServers(t *testing.T) {
 	   {"id":"c4","name":"mcp__web__get-sum","arguments":{"a":2,"b":3}},
 	   {"id":"c5","name":"mcp__every__trigger-elicitation-request","arguments":{}}]},
 	 {"text":"done"}]`, work))
+	// The servers' schemas exceed tool search's budget; this test is of
+	// tools offered whole (tool search has tests of its own).
 	cfg := mcpConfig(t, srv.URL, fmt.Sprintf(`
+[mcp]
+tool_search = "never"
+
 [mcp.servers.every]
 command = "node"
 args = [%q, "stdio"]

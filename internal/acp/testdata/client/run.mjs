@@ -392,9 +392,12 @@ const scenarios = {
   async cancel(ctx, { state }) {
     await init(ctx, { _meta: { terminal_output: true } });
     const { sessionId: id } = await newSession(ctx);
+    // Cancel once the command has printed: the call is announced before
+    // meka checkpoints the workspace and starts it, and a cancel in between
+    // ends a command that never ran.
     let started;
     const running = new Promise((r) => { started = r; });
-    state.onCall = started;
+    state.onOutput = (data) => { if (data.includes("started")) { state.onOutput = null; started(); } };
     const p = prompt(ctx, id, "sleep");
     await running;
     await ctx.notify(acp.methods.agent.session.cancel, { sessionId: id });
@@ -772,7 +775,11 @@ const { app, state } = makeClient({
   get answers() { return []; },
   onRead: (p, a) => clientOpts.onRead?.(p, a),
   served: scenario === "fs" ? (p) => p.startsWith(join(ws, "proj") + "/") : null,
-  onUpdate: (u) => { if (u.update.sessionUpdate === "tool_call") state.onCall?.(); },
+  onUpdate: (u) => {
+    if (u.update.sessionUpdate === "tool_call") state.onCall?.();
+    const out = u.update._meta?.terminal_output?.data;
+    if (u.update.sessionUpdate === "tool_call_update" && typeof out === "string") state.onOutput?.(out);
+  },
 });
 try {
   await app.connectWith(agent.stream, (ctx) => fn(ctx, { state, client: clientOpts }));
