@@ -197,15 +197,7 @@ func TestOpenAIPrefixIsStable(t *testing.T) {
 			if !bytes.Equal(b.Tools, prev.Tools) {
 				t.Fatalf("request %d: tools changed", i)
 			}
-			pn := len(prev.Messages) - 1
-			if n-1 <= pn {
-				t.Fatalf("request %d: conversation did not grow", i)
-			}
-			for j := range pn {
-				if !bytes.Equal(b.Messages[j], prev.Messages[j]) {
-					t.Fatalf("request %d: message %d differs:\n%s\n%s", i, j, prev.Messages[j], b.Messages[j])
-				}
-			}
+			growsOn(t, i, "message", prev.Messages, b.Messages)
 		}
 		prev = b
 	}
@@ -263,15 +255,7 @@ func TestResponsesPrefixIsStable(t *testing.T) {
 			if b.Instructions != prev.Instructions || !bytes.Equal(b.Tools, prev.Tools) {
 				t.Fatalf("request %d: instructions or tools changed", i)
 			}
-			pn := len(prev.Input) - 1
-			if n-1 <= pn {
-				t.Fatalf("request %d: conversation did not grow", i)
-			}
-			for j := range pn {
-				if !bytes.Equal(b.Input[j], prev.Input[j]) {
-					t.Fatalf("request %d: item %d differs:\n%s\n%s", i, j, prev.Input[j], b.Input[j])
-				}
-			}
+			growsOn(t, i, "item", prev.Input, b.Input)
 			if !bytes.Contains(r.Body, []byte(fmt.Sprintf(`"encrypted_content":"modeltest-encrypted-%d"`, i))) {
 				t.Fatalf("request %d lacks the previous round's reasoning item", i)
 			}
@@ -314,19 +298,27 @@ func TestGeminiPrefixIsStable(t *testing.T) {
 			if !bytes.Equal(b.System, prev.System) || !bytes.Equal(b.Tools, prev.Tools) {
 				t.Fatalf("request %d: system instruction or tools changed", i)
 			}
-			pn := len(prev.Contents) - 1
-			if n-1 <= pn {
-				t.Fatalf("request %d: conversation did not grow", i)
-			}
-			for j := range pn {
-				if !bytes.Equal(b.Contents[j], prev.Contents[j]) {
-					t.Fatalf("request %d: content %d differs:\n%s\n%s", i, j, prev.Contents[j], b.Contents[j])
-				}
-			}
+			growsOn(t, i, "content", prev.Contents, b.Contents)
 			if !bytes.Contains(r.Body, []byte(fmt.Sprintf(`"thoughtSignature":"modeltest-signature-%d"`, i))) {
 				t.Fatalf("request %d lacks the previous round's signed call", i)
 			}
 		}
 		prev = b
+	}
+}
+
+// growsOn fails t unless request i's items, but its last (the
+// per-request context), repeat the previous request's, but its last,
+// byte for byte, and add to them: the prefix a provider's cache keys on.
+func growsOn(t *testing.T, i int, what string, prev, cur []json.RawMessage) {
+	t.Helper()
+	pn := len(prev) - 1
+	if len(cur)-1 <= pn {
+		t.Fatalf("request %d: conversation did not grow", i)
+	}
+	for j := range pn {
+		if !bytes.Equal(cur[j], prev[j]) {
+			t.Fatalf("request %d: %s %d differs:\n%s\n%s", i, what, j, prev[j], cur[j])
+		}
 	}
 }
