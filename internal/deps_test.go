@@ -35,6 +35,8 @@ var allowed = map[string][]string{
 	"internal/skills":             {},
 	"internal/termsafe":           {},
 	"internal/storerec":           {},
+	// Tests only: the feed and outbox suite both SQL stores pass.
+	"internal/storerec/feedtest": {"internal/storerec"},
 	// Tests only: skip for a missing tool, or fail under CI.
 	"internal/testenv": {},
 	// L1
