@@ -75,6 +75,9 @@ var allowed = map[string][]string{
 	"internal/worktree":   {},
 	// Export and import of sessions, over rows.
 	"internal/archive": {"session", "model", "internal/events"},
+	// Language servers, confined like commands; the file tools take their
+	// diagnostics through an option, so neither imports the other.
+	"internal/lsp": {"internal/sandbox"},
 	// L3
 	"plan":              {"agent", "tool", "session", "model"},
 	"plan/checklist":    {"plan", "agent", "tool", "session", "model", "permission"},
@@ -129,6 +132,8 @@ var exclusive = map[string][]string{
 	"github.com/modelcontextprotocol/go-sdk": {"internal/mcp", "internal/mcp/mcptest"},
 	// OpenTelemetry's API, SDK and OTLP/HTTP exporters.
 	"go.opentelemetry.io": {"internal/telemetry"},
+	// The JSON-RPC connection language servers speak.
+	"go.lsp.dev": {"internal/lsp"},
 }
 
 func TestLayering(t *testing.T) {

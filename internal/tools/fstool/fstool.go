@@ -1,5 +1,7 @@
 // Package fstool owns meka's built-in file tools: file_read, file_write,
-// file_edit, file_find and file_search. It enforces the workspace roots
+// file_edit, file_find and file_search, and diagnostics when given a
+// Diagnoser (a language server's view of a changed file, which
+// file_write and file_edit add to their results). It enforces the workspace roots
 // itself below the unrestricted level (canonical paths, no escapes through
 // ".." or symlinks, read-only roots refused for writes), records every
 // change as a unified diff, and offloads large results to the session's
@@ -131,13 +133,21 @@ type Options struct {
 	// Workers bounds the files file_search reads at once; zero picks a
 	// number from GOMAXPROCS.
 	Workers int
+	// Diagnostics, when set, adds a changed file's errors and warnings to
+	// file_write's and file_edit's results and offers the diagnostics
+	// tool.
+	Diagnostics Diagnoser
 }
 
 // New returns the file tools: file_read, file_write, file_edit, file_find
-// and file_search.
+// and file_search, and diagnostics when Options.Diagnostics is set.
 func New(opts Options) []tool.Tool {
 	e := newEnv(opts)
-	return []tool.Tool{&ReadTool{e}, &WriteTool{e}, &EditTool{e}, &FindTool{e}, &SearchTool{e}}
+	tools := []tool.Tool{&ReadTool{e}, &WriteTool{e}, &EditTool{e}, &FindTool{e}, &SearchTool{e}}
+	if opts.Diagnostics != nil {
+		tools = append(tools, &DiagnosticsTool{e})
+	}
+	return tools
 }
 
 // env is what the tools of one session share.

@@ -200,7 +200,9 @@ func (t *WriteTool) Run(ctx context.Context, call tool.Call) (tool.Result, error
 	} else {
 		msg = fmt.Sprintf("Created %s (%d lines).", disp, lines)
 	}
-	res.Content = tool.Text(withNote(msg, route.note())).Content
+	diags, notice := e.diagnose(ctx, call, p, disp, []byte(a.Content))
+	res.Content = tool.Text(withDiagnostics(withNote(msg, route.note()), diags)).Content
+	res.Notice = notice
 	return res, nil
 }
 
@@ -281,7 +283,9 @@ func (t *EditTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if n > 1 {
 		what = fmt.Sprintf("%d occurrences", n)
 	}
-	res.Content = tool.Text(withNote(fmt.Sprintf("Edited %s: replaced %s (+%d -%d lines).", disp, what, add, rem), route.note())).Content
+	diags, notice := e.diagnose(ctx, call, p, disp, []byte(updated))
+	res.Content = tool.Text(withDiagnostics(withNote(fmt.Sprintf("Edited %s: replaced %s (+%d -%d lines).", disp, what, add, rem), route.note()), diags)).Content
+	res.Notice = notice
 	return res, nil
 }
 
