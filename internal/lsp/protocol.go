@@ -111,8 +111,8 @@ type didCloseParams struct {
 }
 
 type publishDiagnosticsParams struct {
-	URI         string          `json:"uri"`
-	Version     *int32          `json:"version,omitempty"`
+	URI         string           `json:"uri"`
+	Version     *int32           `json:"version,omitempty"`
 	Diagnostics []wireDiagnostic `json:"diagnostics"`
 }
 
