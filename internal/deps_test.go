@@ -94,8 +94,9 @@ var allowed = map[string][]string{
 		"internal/sandbox", "internal/tools/fstool", "internal/tools/shelltool", "internal/prompt",
 		// The skill tools the host gives every session read and write skills.
 		"internal/skills", "internal/subagent", "internal/mcp",
-		// Checkpoints of what turns change, and rewinds of them.
-		"internal/checkpoint"},
+		// Checkpoints of what turns change, and rewinds of them; the
+		// worktrees of sub-agents spawned with isolation "worktree".
+		"internal/checkpoint", "internal/worktree"},
 	"internal/schedule/sqlstore":     {"internal/schedule", "internal/storerec"},
 	"internal/schedule/sqlitestore":  {"internal/schedule", "internal/schedule/sqlstore", "internal/sqlite"},
 	"internal/schedule/pgstore":      {"internal/schedule", "internal/schedule/sqlstore", "internal/postgres"},

@@ -16,6 +16,7 @@ import (
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/subagent"
 	"meka.dev/meka/internal/telemetry"
+	"meka.dev/meka/internal/worktree"
 	"meka.dev/meka/model"
 	"meka.dev/meka/model/anthropic"
 	"meka.dev/meka/model/gemini"
@@ -201,6 +202,8 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		Logger:           log,
 		Observers:        observers,
 		Checkpoints:      checkpointOptions(cfg, dataDir),
+		// Sub-agents' worktrees go where meka -w puts them.
+		Worktrees: &worktree.Options{Dir: filepath.Join(dataDir, "worktrees")},
 	})
 	if err != nil {
 		db.Close()

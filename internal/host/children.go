@@ -8,6 +8,7 @@ import (
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/subagent"
+	"meka.dev/meka/internal/worktree"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -44,6 +45,9 @@ type ChildOptions struct {
 	// Permission is the level asked for; the child gets the lower of it
 	// and the parent's level now. Nil is the parent's.
 	Permission *permission.Level
+	// Isolation is IsolationWorktree for a git worktree of its own
+	// (isolation.go), "" to work in the parent's workspace.
+	Isolation string
 }
 
 // Errors of sub-agent sessions.
@@ -77,17 +81,40 @@ func (s *Session) Spawn(ctx context.Context, o ChildOptions) (*Session, error) {
 		return nil, fmt.Errorf("spawn sub-agent: %w", err)
 	}
 	meta := s.Meta()
+	cwd, dirs := meta.Cwd, meta.AdditionalDirs
+	var wt *worktree.Worktree
+	switch o.Isolation {
+	case "":
+	case IsolationWorktree:
+		w, err := s.h.isolate(ctx, meta.Cwd)
+		if err != nil {
+			return nil, fmt.Errorf("spawn sub-agent: %w", err)
+		}
+		wt, cwd, dirs = &w, w.Path, nil
+	default:
+		return nil, fmt.Errorf("spawn sub-agent: isolation %q: the one kind is %q", o.Isolation, IsolationWorktree)
+	}
+	// What was made for a child that never runs is taken down with it.
+	fail := func(err error) (*Session, error) {
+		if wt != nil {
+			s.h.opts.Worktrees.Remove(context.WithoutCancel(ctx), wt.Repo, wt.Name, true, false)
+		}
+		return nil, fmt.Errorf("spawn sub-agent: %w", err)
+	}
 	m, err := s.h.opts.Store.Create(ctx, session.Meta{
-		Title: session.Title(o.Title), Cwd: meta.Cwd, AdditionalDirs: meta.AdditionalDirs, Profile: prof,
+		Title: session.Title(o.Title), Cwd: cwd, AdditionalDirs: dirs, Profile: prof,
 		Project: meta.Project, Permission: level.String(),
 		ParentID: s.id, ParentCallID: o.CallID, Agent: o.Agent,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("spawn sub-agent: %w", err)
+		return fail(err)
 	}
 	c, err := s.h.Open(ctx, m.ID)
 	if err != nil {
-		return nil, fmt.Errorf("spawn sub-agent: %w", err)
+		if wt != nil {
+			s.h.opts.Store.Delete(context.WithoutCancel(ctx), m.ID)
+		}
+		return fail(err)
 	}
 	s.childOpened(c)
 	return c, nil
@@ -101,6 +128,9 @@ func (s *Session) Child(ctx context.Context, id string) (*Session, error) {
 	}
 	if m.ParentID != s.id {
 		return nil, fmt.Errorf("open sub-agent %s: %w", m.ID, ErrNotChild)
+	}
+	if _, _, err := s.isolated(ctx, m.Cwd); err != nil {
+		return nil, fmt.Errorf("open sub-agent %s: %w", m.ID, err)
 	}
 	c, err := s.h.Open(ctx, m.ID)
 	if err != nil {
@@ -193,7 +223,7 @@ type spawner struct{ s *Session }
 var _ subagent.Spawner = spawner{}
 
 func (p spawner) Spawn(ctx context.Context, o subagent.SpawnOptions) (subagent.Child, error) {
-	c, err := p.s.Spawn(ctx, ChildOptions{CallID: o.CallID, Title: o.Title, Agent: o.Agent, Profile: o.Profile, Permission: o.Permission})
+	c, err := p.s.Spawn(ctx, ChildOptions{CallID: o.CallID, Title: o.Title, Agent: o.Agent, Profile: o.Profile, Permission: o.Permission, Isolation: o.Isolation})
 	if err != nil {
 		return nil, err
 	}

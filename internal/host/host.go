@@ -23,6 +23,7 @@ import (
 	"meka.dev/meka/internal/mcp"
 	"meka.dev/meka/internal/task"
 	"meka.dev/meka/internal/tools/fstool"
+	"meka.dev/meka/internal/worktree"
 	"meka.dev/meka/model"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
@@ -199,8 +200,11 @@ type Options struct {
 	// Checkpoints, when set, record what every turn changes in the
 	// workspace, so that a rewind can put the files back.
 	Checkpoints *CheckpointOptions
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Worktrees, when set, is where sub-agents spawned with isolation
+	// "worktree" get their git worktree; nil refuses such a spawn.
+	Worktrees *worktree.Options
+	Now       func() time.Time
+	Logger    *slog.Logger
 }
 
 // Host holds the sessions this process has open.

@@ -106,12 +106,15 @@ func NewRoots(cwd string, writable, readOnly []string) (*Roots, error) {
 }
 
 // Protect returns roots under which paths (meka's config and data
-// directories) are read-only too, canonicalised.
+// directories) are read-only too, canonicalised. A path that lies in no
+// writable root protects nothing: one that holds a writable root (a
+// worktree meka made under its data directory) leaves that root
+// writable, as confined commands find it (Spec.Protected).
 func (r *Roots) Protect(paths ...string) *Roots {
 	c := *r
 	c.protected = slices.Clone(r.protected)
 	for _, p := range paths {
-		if cp, err := Canonical(p); err == nil && !slices.Contains(c.protected, cp) {
+		if cp, err := Canonical(p); err == nil && under(cp, c.writable) && !slices.Contains(c.protected, cp) {
 			c.protected = append(c.protected, cp)
 		}
 	}

@@ -333,6 +333,27 @@ func TestProtectAddsOnce(t *testing.T) {
 	}
 }
 
+// A protected directory holding the workspace (meka's data directory,
+// under which it makes worktrees) leaves the workspace writable, and the
+// rest of it out of reach.
+func TestProtectHoldingWorkspace(t *testing.T) {
+	data := canonTemp(t)
+	ws := data + "/worktrees/repo/feat"
+	mustMkdir(t, ws)
+	mustWrite(t, data+"/meka.db", "")
+	roots, err := NewRoots(ws, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots = roots.Protect(data)
+	if _, err := roots.Resolve("new.txt", "", true); err != nil {
+		t.Errorf("Resolve(new.txt, write) in a workspace inside a protected directory = %v", err)
+	}
+	if roots.Contains(data+"/meka.db", true) {
+		t.Error("the protected directory's own files became writable")
+	}
+}
+
 // Symlink chains resolve up to the kernel's 40 links, and no further.
 func TestCanonicalLinkLimit(t *testing.T) {
 	dir := canonTemp(t)

@@ -46,6 +46,35 @@ type SpawnOptions struct {
 	// Permission is the level asked for; the sub-agent gets the lower of
 	// it and the parent's.
 	Permission *permission.Level
+	// Isolation is "worktree" for a git worktree of its own, "" to share
+	// the parent's workspace.
+	Isolation string
+}
+
+// Isolated is a Child that may work in a git worktree of its own
+// (isolation "worktree"). The tools settle it after each of its turns.
+type Isolated interface {
+	// Settle reports its worktree and removes it when it holds no
+	// changes; ok is false for a child that shares its parent's
+	// workspace.
+	Settle(ctx context.Context) (r WorktreeReport, ok bool, err error)
+}
+
+// WorktreeReport is what the parent is told of a sub-agent's worktree.
+type WorktreeReport struct {
+	Path   string `json:"path"`
+	Branch string `json:"branch,omitempty"`
+	// Kept is false when the worktree held no changes and was removed
+	// with its branch.
+	Kept        bool `json:"kept"`
+	Commits     int  `json:"commits,omitempty"`
+	Uncommitted bool `json:"uncommitted,omitempty"`
+	// DiffStat is git's diff --stat from where it started to its files
+	// as they are.
+	DiffStat   string `json:"diff_stat,omitempty"`
+	Files      int    `json:"files_changed,omitempty"`
+	Insertions int    `json:"insertions,omitempty"`
+	Deletions  int    `json:"deletions,omitempty"`
 }
 
 // Child is one sub-agent's session.

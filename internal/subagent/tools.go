@@ -131,10 +131,11 @@ func (s *set) run(ctx context.Context, call tool.Call, c Child, task string, sta
 		started() // the turn never started; whoever waits on it is let go
 	}
 	id := c.ID()
+	wt, isolated := s.settleWorktree(ctx, c)
 	state, _ := json.Marshal(map[string]any{"agent_id": id, "stop": res.Stop, "usage": res.Usage})
 	switch {
 	case ctx.Err() != nil || res.Stop == agent.StopCanceled:
-		r := tool.Errorf("The sub-agent %s was canceled before it finished.", id)
+		r := tool.Errorf("The sub-agent %s was canceled before it finished.%s", id, wt.sentence(isolated))
 		r.Usage, r.State = res.Usage, state
 		return r
 	case err != nil || res.Stop == agent.StopFailed:
@@ -145,7 +146,7 @@ func (s *set) run(ctx context.Context, call tool.Call, c Child, task string, sta
 		if err != nil {
 			why = err.Error()
 		}
-		r := tool.Errorf("The sub-agent %s failed: %s. Its session is kept: agent_followup with agent_id %s can give it another try, or do the work yourself.", id, why, id)
+		r := tool.Errorf("The sub-agent %s failed: %s. Its session is kept: agent_followup with agent_id %s can give it another try, or do the work yourself.%s", id, why, id, wt.sentence(isolated))
 		r.Usage, r.State = res.Usage, state
 		return r
 	}
@@ -153,10 +154,64 @@ func (s *set) run(ctx context.Context, call tool.Call, c Child, task string, sta
 	if res.Stop != agent.StopEndTurn {
 		out["stopped"] = fmt.Sprintf("the sub-agent's turn ended early (%s); the report is its last reply", res.Stop)
 	}
+	if isolated {
+		out["worktree"] = wt
+	}
 	b, _ := json.MarshalIndent(out, "", "  ")
 	r := tool.Text(string(b))
 	r.Usage, r.State = res.Usage, state
 	return r
+}
+
+// settleWorktree settles the worktree of an isolated child after its turn; ok is
+// false for a child in its parent's workspace.
+func (s *set) settleWorktree(ctx context.Context, c Child) (worktreeResult, bool) {
+	i, ok := c.(Isolated)
+	if !ok {
+		return worktreeResult{}, false
+	}
+	// Settled even when the turn was canceled: the worktree outlives it.
+	r, ok, err := i.Settle(context.WithoutCancel(ctx))
+	if !ok {
+		return worktreeResult{}, false
+	}
+	r.DiffStat = clip(r.DiffStat, maxDiffStat)
+	w := worktreeResult{WorktreeReport: r}
+	switch {
+	case err != nil:
+		s.opts.Logger.Warn("settle sub-agent worktree", "session_id", c.ID(), "err", err)
+		w.Note = fmt.Sprintf("meka could not tell what the worktree holds (%v): it is kept; look at it with git, or meka worktrees remove it", err)
+		w.Kept = true
+	case r.Kept:
+		w.Note = "the worktree holds the sub-agent's changes and is kept: review them there (git -C PATH diff, git log), merge its branch or cherry-pick from it, then meka worktrees remove it"
+	default:
+		w.Note = "the sub-agent changed nothing, so its worktree and branch were removed; agent_followup makes them again"
+	}
+	return w, true
+}
+
+// worktreeResult is the worktree part of an isolated sub-agent's result.
+type worktreeResult struct {
+	WorktreeReport
+	Note string `json:"note"`
+}
+
+// maxDiffStat bounds the diff stat a result carries.
+const maxDiffStat = 4 << 10
+
+// sentence is the worktree part of an error result.
+func (w worktreeResult) sentence(isolated bool) string {
+	if !isolated {
+		return ""
+	}
+	if !w.Kept {
+		return " " + w.Note + "."
+	}
+	s := fmt.Sprintf(" It worked in the git worktree %s (branch %s): %s.", w.Path, w.Branch, w.Note)
+	if w.DiffStat != "" {
+		s += "\n" + w.DiffStat
+	}
+	return s
 }
 
 // line is how a sub-agent's call reads in its parent's card.
@@ -253,6 +308,7 @@ type spawnArgs struct {
 	Agent       string            `json:"agent"`
 	Profile     string            `json:"profile"`
 	Permission  *permission.Level `json:"permission"`
+	Isolation   string            `json:"isolation"`
 }
 
 func (t *spawnTool) Spec() tool.Spec {
@@ -266,7 +322,8 @@ func (t *spawnTool) Spec() tool.Spec {
     "description": {"type": "string", "maxLength": 200, "description": "A short label for the work (3-6 words), shown to the user."},
     "agent": {"type": "string", "description": "A named sub-agent definition to run, from the list above."},
     "profile": {"type": "string", "description": "The model profile to run on; the session's by default."},
-    "permission": {"type": "string", "enum": ["none", "read", "workspace", "unrestricted"], "description": "A lower level for the sub-agent."}
+    "permission": {"type": "string", "enum": ["none", "read", "workspace", "unrestricted"], "description": "A lower level for the sub-agent."},
+    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: the sub-agent works in a new git worktree of the workspace (from its last commit; uncommitted changes are not in it), on a branch of its own, and can write nowhere else. The result gives the worktree's path, branch and diff stat; a worktree with changes is kept for you to review and merge, one without is removed. Needs a git repository."}
   },
   "required": ["task"],
   "additionalProperties": false
@@ -295,7 +352,7 @@ func (t *spawnTool) Run(ctx context.Context, call tool.Call) (tool.Result, error
 	if err != nil {
 		return tool.Result{}, err
 	}
-	o := SpawnOptions{CallID: call.ID, Title: t.Title(call.Arguments), Agent: a.Agent, Profile: a.Profile, Permission: a.Permission}
+	o := SpawnOptions{CallID: call.ID, Title: t.Title(call.Arguments), Agent: a.Agent, Profile: a.Profile, Permission: a.Permission, Isolation: a.Isolation}
 	if a.Agent != "" {
 		def, ok := t.s.definition(a.Agent)
 		if !ok {

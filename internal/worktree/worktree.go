@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -39,14 +40,26 @@ type Worktree struct {
 	Repo string
 	// Locked says git holds it locked (a worktree a live meka uses).
 	Locked bool
+	// Base is the commit it started from, what Changes compares with.
+	Base string
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// ErrExists refuses a name already in use.
-var ErrExists = errors.New("worktree exists")
+// Errors of worktrees, to be tested with errors.Is.
+var (
+	// ErrExists refuses a name already in use.
+	ErrExists = errors.New("worktree exists")
+	// ErrNotRepository refuses a directory in no git repository.
+	ErrNotRepository = errors.New("not in a git repository")
+)
 
 func (o Options) git(ctx context.Context, dir string, args ...string) (string, error) {
+	return o.gitEnv(ctx, dir, nil, args...)
+}
+
+// gitEnv runs git in dir with extra environment variables set.
+func (o Options) gitEnv(ctx context.Context, dir string, extra []string, args ...string) (string, error) {
 	g := o.Git
 	if g == "" {
 		g = "git"
@@ -59,11 +72,11 @@ func (o Options) git(ctx context.Context, dir string, args ...string) (string, e
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = env
+	cmd.Env = append(env, extra...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
+		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(errb.String()))
 	}
 	return strings.TrimSpace(out.String()), nil
 }
@@ -73,7 +86,11 @@ func (o Options) git(ctx context.Context, dir string, args ...string) (string, e
 func (o Options) Top(ctx context.Context, dir string) (string, error) {
 	common, err := o.git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
-		return "", fmt.Errorf("worktree: %s is not in a git repository: %w", dir, err)
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return "", fmt.Errorf("worktree: %s is %w", dir, ErrNotRepository)
+		}
+		return "", fmt.Errorf("worktree: %w", err)
 	}
 	if filepath.Base(common) != ".git" {
 		return "", fmt.Errorf("worktree: %s is in a bare repository", dir)
@@ -87,9 +104,11 @@ func (o Options) base(top string) string {
 }
 
 // Create makes worktree name of the repository dir is in, on a new branch
-// meka/name from HEAD, and prunes what killed processes left first. It is
-// not locked: a lock would outlive a killed meka, and a worktree whose
-// directory exists is never pruned anyway.
+// meka/name from dir's HEAD (the commit checked out where dir is: the
+// main checkout's, or another worktree's), and prunes what killed
+// processes left first. It is not locked: a lock would outlive a killed
+// meka, and a worktree whose directory exists is never pruned anyway.
+// Uncommitted changes in dir are not carried over.
 func (o Options) Create(ctx context.Context, dir, name string) (Worktree, error) {
 	if !validName.MatchString(name) {
 		return Worktree{}, fmt.Errorf("worktree: name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
@@ -108,17 +127,64 @@ func (o Options) Create(ctx context.Context, dir, name string) (Worktree, error)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
 	}
+	head, err := o.git(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	if err != nil {
+		return Worktree{}, fmt.Errorf("worktree: the repository of %s has no commit yet: commit once, then a worktree can start from it", dir)
+	}
 	branch := BranchPrefix + name
-	args := []string{"worktree", "add", "-b", branch, path, "HEAD"}
+	base := head
+	args := []string{"worktree", "add", "-b", branch, path, head}
 	if _, err := o.git(ctx, top, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err == nil {
 		// The branch of a worktree removed with --keep-branch, or lost
 		// with its directory: its work is taken up again, not reset.
 		args = []string{"worktree", "add", path, branch}
+		if mb, err := o.git(ctx, top, "merge-base", head, branch); err == nil {
+			base = mb
+		}
 	}
 	if _, err := o.git(ctx, top, args...); err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
 	}
-	return Worktree{Name: name, Path: path, Branch: branch, Repo: top}, nil
+	w := Worktree{Name: name, Path: path, Branch: branch, Repo: top, Base: base}
+	// The base goes in the worktree's own administrative directory, which
+	// git deletes with it, so that a later process (a restarted meka)
+	// compares with the same commit.
+	if admin, err := o.git(ctx, path, "rev-parse", "--absolute-git-dir"); err == nil {
+		_ = os.WriteFile(filepath.Join(admin, baseFile), []byte(base+"\n"), 0o600)
+	}
+	return w, nil
+}
+
+// baseFile, in a worktree's administrative directory, records its base.
+const baseFile = "meka-base"
+
+// Open returns meka's worktree at path (a Worktree's Path), its base read
+// back from where Create recorded it.
+func (o Options) Open(ctx context.Context, path string) (Worktree, error) {
+	wts, err := o.List(ctx, path)
+	if err != nil {
+		return Worktree{}, err
+	}
+	want := resolved(path)
+	for _, w := range wts {
+		if resolved(w.Path) != want {
+			continue
+		}
+		if admin, err := o.git(ctx, path, "rev-parse", "--absolute-git-dir"); err == nil {
+			if b, err := os.ReadFile(filepath.Join(admin, baseFile)); err == nil {
+				w.Base = strings.TrimSpace(string(b))
+			}
+		}
+		if w.Base == "" {
+			// Not made by this version: the fork point from the main
+			// checkout is the best guess.
+			if mb, err := o.git(ctx, w.Repo, "merge-base", "HEAD", w.Branch); err == nil {
+				w.Base = mb
+			}
+		}
+		return w, nil
+	}
+	return Worktree{}, fmt.Errorf("worktree: %s is not one of meka's worktrees (meka worktrees list)", path)
 }
 
 // List lists meka's worktrees of the repository dir is in.
@@ -194,4 +260,123 @@ func (o Options) Prune(ctx context.Context, dir string) error {
 	}
 	_, err = o.git(ctx, top, "worktree", "prune")
 	return err
+}
+
+// resolved is p with its symbolic links followed, or p cleaned when it
+// cannot be.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// Changes are what a worktree holds beyond its base.
+type Changes struct {
+	// Commits is how many commits its HEAD is ahead of the base.
+	Commits int
+	// Uncommitted says its files differ from its HEAD: modified, deleted
+	// or untracked files (ignored ones do not count).
+	Uncommitted bool
+	// Stat is git's diff --stat from the base to the files as they are,
+	// committed or not, untracked files included; "" when they are the
+	// same.
+	Stat string
+	// Files, Insertions and Deletions sum Stat up.
+	Files, Insertions, Deletions int
+}
+
+// Empty says the worktree holds nothing its base does not.
+func (c Changes) Empty() bool { return c.Commits == 0 && !c.Uncommitted }
+
+// Changes reports what w holds beyond its base. The worktree's own index
+// is not touched: untracked files are staged in a copy of it.
+func (o Options) Changes(ctx context.Context, w Worktree) (Changes, error) {
+	var c Changes
+	status, err := o.git(ctx, w.Path, "status", "--porcelain")
+	if err != nil {
+		return c, fmt.Errorf("worktree %s: %w", w.Name, err)
+	}
+	c.Uncommitted = status != ""
+	base := w.Base
+	if base == "" {
+		base = "HEAD"
+	}
+	n, err := o.git(ctx, w.Path, "rev-list", "--count", base+"..HEAD")
+	if err != nil {
+		return c, fmt.Errorf("worktree %s: %w", w.Name, err)
+	}
+	c.Commits, _ = strconv.Atoi(n)
+	tree := "HEAD"
+	if c.Uncommitted {
+		if tree, err = o.snapshot(ctx, w); err != nil {
+			return c, fmt.Errorf("worktree %s: %w", w.Name, err)
+		}
+	}
+	if c.Stat, err = o.git(ctx, w.Path, "diff", "--stat=100", base, tree); err != nil {
+		return c, fmt.Errorf("worktree %s: %w", w.Name, err)
+	}
+	num, err := o.git(ctx, w.Path, "diff", "--numstat", base, tree)
+	if err != nil {
+		return c, fmt.Errorf("worktree %s: %w", w.Name, err)
+	}
+	for line := range strings.SplitSeq(num, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		c.Files++
+		a, _ := strconv.Atoi(f[0]) // "-" for a binary file
+		d, _ := strconv.Atoi(f[1])
+		c.Insertions += a
+		c.Deletions += d
+	}
+	return c, nil
+}
+
+// snapshot writes the tree of w's files as they are, untracked ones
+// included, through a copy of its index.
+func (o Options) snapshot(ctx context.Context, w Worktree) (string, error) {
+	index, err := o.git(ctx, w.Path, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(index), "meka-index-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	// A copy keeps the index's stat data, so only changed files are
+	// hashed again.
+	if b, err := os.ReadFile(index); err == nil {
+		_, err = tmp.Write(b)
+		if cerr := tmp.Close(); err != nil || cerr != nil {
+			return "", errors.Join(err, cerr)
+		}
+	} else {
+		tmp.Close()
+		os.Remove(tmp.Name()) // git makes a missing index afresh
+	}
+	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	if _, err := o.gitEnv(ctx, w.Path, env, "add", "-A"); err != nil {
+		return "", err
+	}
+	return o.gitEnv(ctx, w.Path, env, "write-tree")
+}
+
+// Settle applies the rule for a worktree whose work is over: one with
+// changes (Changes.Empty is false) is kept for a person to review, merge
+// or remove; one with none is removed with its branch. Ignored files,
+// such as build output, are not changes and go with it.
+func (o Options) Settle(ctx context.Context, w Worktree) (c Changes, kept bool, err error) {
+	if c, err = o.Changes(ctx, w); err != nil {
+		return c, true, err
+	}
+	if !c.Empty() {
+		return c, true, nil
+	}
+	if err := o.Remove(ctx, w.Repo, w.Name, true, false); err != nil {
+		return c, true, err
+	}
+	return c, false, nil
 }

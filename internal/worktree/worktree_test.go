@@ -113,7 +113,98 @@ func TestNotARepository(t *testing.T) {
 		testenv.Skip(t, "git is not installed")
 	}
 	o := worktree.Options{Dir: t.TempDir()}
-	if _, err := o.Create(context.Background(), t.TempDir(), "x"); err == nil || !strings.Contains(err.Error(), "not in a git repository") {
+	if _, err := o.Create(context.Background(), t.TempDir(), "x"); !errors.Is(err, worktree.ErrNotRepository) || !strings.Contains(err.Error(), "not in a git repository") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Changes counts commits and uncommitted files (untracked ones included)
+// from the base, without touching the worktree's index; Settle keeps a
+// worktree with changes and removes one without, its branch with it.
+func TestChangesAndSettle(t *testing.T) {
+	ctx := context.Background()
+	r := repo(t)
+	o := worktree.Options{Dir: filepath.Join(t.TempDir(), "worktrees")}
+
+	clean, err := o.Create(ctx, r, "clean")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ignored files are not changes.
+	run(t, clean.Path, "mkdir -p out && echo x > out/bin && ex=$(git rev-parse --git-path info/exclude) && mkdir -p $(dirname $ex) && echo out/ >> $ex")
+	c, kept, err := o.Settle(ctx, clean)
+	if err != nil || kept || !c.Empty() || c.Stat != "" {
+		t.Fatalf("settle of an unchanged worktree: %+v kept=%v %v", c, kept, err)
+	}
+	if _, err := os.Stat(clean.Path); !os.IsNotExist(err) {
+		t.Fatalf("unchanged worktree left: %v", err)
+	}
+	if out := run(t, r, "git branch --list meka/clean"); strings.TrimSpace(out) != "" {
+		t.Fatalf("its branch left: %q", out)
+	}
+
+	w, err := o.Create(ctx, r, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, w.Path, "printf 'one\\ntwo\\n' > new.txt && echo bye > a.txt")
+	indexBefore := run(t, w.Path, "git ls-files --stage")
+	// A process that did not create it (a restarted meka) finds the same base.
+	again, err := o.Open(ctx, w.Path)
+	if err != nil || again.Base != w.Base || again.Branch != "meka/busy" || again.Name != "busy" {
+		t.Fatalf("open: %+v %v (created %+v)", again, err, w)
+	}
+	c, err = o.Changes(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Commits != 0 || !c.Uncommitted || c.Files != 2 || c.Insertions != 3 || c.Deletions != 1 ||
+		!strings.Contains(c.Stat, "new.txt") || !strings.Contains(c.Stat, "a.txt") {
+		t.Fatalf("uncommitted changes: %+v", c)
+	}
+	if after := run(t, w.Path, "git ls-files --stage"); after != indexBefore {
+		t.Fatalf("the worktree's index changed:\n%s\nwas\n%s", after, indexBefore)
+	}
+	run(t, w.Path, "git add -A && git -c user.name=t -c user.email=t@t commit -q -m work")
+	c, kept, err = o.Settle(ctx, again)
+	if err != nil || !kept || c.Commits != 1 || c.Uncommitted || c.Files != 2 {
+		t.Fatalf("settle of a worktree with a commit: %+v kept=%v %v", c, kept, err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Path, "new.txt")); err != nil {
+		t.Fatalf("a worktree with changes was removed: %v", err)
+	}
+}
+
+// A worktree made from another worktree starts from that one's commit.
+func TestCreateFromWorktreeHead(t *testing.T) {
+	ctx := context.Background()
+	r := repo(t)
+	o := worktree.Options{Dir: filepath.Join(t.TempDir(), "worktrees")}
+	a, err := o.Create(ctx, r, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, a.Path, "echo more > more.txt && git add more.txt && git -c user.name=t -c user.email=t@t commit -q -m more")
+	b, err := o.Create(ctx, a.Path, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(b.Path, "more.txt")); err != nil {
+		t.Fatalf("b does not start from a's commit: %v", err)
+	}
+	if c, err := o.Changes(ctx, b); err != nil || !c.Empty() {
+		t.Fatalf("b's changes: %+v %v", c, err)
+	}
+}
+
+func TestNoCommitYet(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		testenv.Skip(t, "git is not installed")
+	}
+	dir := t.TempDir()
+	run(t, dir, "git init -q")
+	o := worktree.Options{Dir: t.TempDir()}
+	if _, err := o.Create(context.Background(), dir, "x"); err == nil || !strings.Contains(err.Error(), "no commit") {
 		t.Fatalf("err = %v", err)
 	}
 }
