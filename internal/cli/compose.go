@@ -12,6 +12,7 @@ import (
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/lsp"
 	"meka.dev/meka/internal/mcp"
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/subagent"
@@ -38,6 +39,8 @@ type app struct {
 	notices *mcpNotices
 	// tel is nil when telemetry is off.
 	tel *telemetry.Telemetry
+	// lsp is nil when [lsp] turns language servers off.
+	lsp *lsp.Manager
 }
 
 // startScheduler runs the scheduler loop until the returned stop; only
@@ -52,6 +55,9 @@ func (a *app) close(ctx context.Context) {
 	}
 	if a.mcp != nil {
 		_ = a.mcp.Close()
+	}
+	if a.lsp != nil {
+		_ = a.lsp.Close()
 	}
 	if a.db != nil {
 		_ = a.db.Close()
@@ -177,10 +183,11 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 	}
 	notices := &mcpNotices{}
 	servers := g.newMCP(cfg, log, notices)
+	languages := newLSP(cfg, masked, dataDir, log)
 	h, err := host.New(host.Options{
 		Store:    db.Sessions(),
 		Profiles: func(name string) (host.Profile, error) { return g.buildProfile(cfg, name) },
-		Tools:    builtinTools(cfg, g.mekaState(dataDir), masked, shared, dataDir),
+		Tools:    builtinTools(cfg, g.mekaState(dataDir), masked, shared, dataDir, languages),
 		Extensions: append(extensions(cfg), append(sc.extension(), agentsExtension(cfg, agents), memoryExtension(db),
 			hooksExt)...),
 		Definitions:   definitions(agents),
@@ -207,6 +214,9 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 	})
 	if err != nil {
 		db.Close()
+		if languages != nil {
+			languages.Close()
+		}
 		return nil, &exitError{code: 1, err: err}
 	}
 	sc.attach(h)
@@ -216,7 +226,7 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 	if servers != nil {
 		servers.Start(ctx)
 	}
-	return &app{cfg: cfg, db: db, host: h, sched: sc, mcp: servers, notices: notices, tel: g.tel}, nil
+	return &app{cfg: cfg, db: db, host: h, sched: sc, mcp: servers, notices: notices, tel: g.tel, lsp: languages}, nil
 }
 
 // promptOptions say where system prompts find the user's instructions and

@@ -12,6 +12,7 @@ import (
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/internal/lsp"
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/tools/fstool"
 	"meka.dev/meka/internal/tools/shelltool"
@@ -28,8 +29,13 @@ import (
 // writable root; masked (its config and data directories) are hidden
 // from confined commands and file tools (in the workspace too) but for
 // shared, read-only: the session's scratchpad and task output are added.
-// dataDir's journal notes the temporary files of atomic writes.
-func builtinTools(cfg *config.Config, protected, masked, shared []string, dataDir string) func(env host.Env) ([]tool.Tool, error) {
+// dataDir's journal notes the temporary files of atomic writes. servers,
+// when not nil, give file_write and file_edit their diagnostics.
+func builtinTools(cfg *config.Config, protected, masked, shared []string, dataDir string, servers *lsp.Manager) func(env host.Env) ([]tool.Tool, error) {
+	var diags fstool.Diagnoser
+	if servers != nil {
+		diags = diagnoser{servers}
+	}
 	scrub := keyVariables(cfg)
 	return func(env host.Env) ([]tool.Tool, error) {
 		roots, err := sandbox.NewRoots(env.Meta.Cwd, env.Meta.AdditionalDirs, env.ReadableDirs)
@@ -55,10 +61,11 @@ func builtinTools(cfg *config.Config, protected, masked, shared []string, dataDi
 		roots = roots.Hide(masked, visible)
 		vision := env.Profile.Vision
 		tools := fstool.New(fstool.Options{
-			Roots:      roots,
-			FS:         env.Files,
-			Vision:     func() bool { return vision },
-			ScratchDir: scratch,
+			Roots:       roots,
+			FS:          env.Files,
+			Vision:      func() bool { return vision },
+			ScratchDir:  scratch,
+			Diagnostics: diags,
 		})
 		noTasks := ""
 		if env.Depth > 0 {

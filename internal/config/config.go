@@ -106,6 +106,7 @@ type Config struct {
 	// (event names to [{matcher, hooks}] entries) and meka's confine key.
 	Hooks       map[string]any
 	Checkpoints Checkpoints
+	LSP         LSP
 	// Settings are the keys the file set, in document order; empty for
 	// Default.
 	Settings []Setting
@@ -130,6 +131,24 @@ type Checkpoints struct {
 	// MaxFileBytes skips larger files (named); 0 means meka's default.
 	MaxFileBytes int64
 }
+
+// LSP is the [lsp] table: the language servers asked for a file's
+// diagnostics after file_write and file_edit change it.
+type LSP struct {
+	// Off turns them off (enabled = false): no server, no diagnostics tool.
+	Off bool
+	// Wait bounds how long a change waits for a server's diagnostics.
+	Wait time.Duration
+	// IdleTimeout stops a server nobody asked for that long.
+	IdleTimeout time.Duration
+	// Servers replaces a language's command line, by language name; an
+	// empty one (enabled = false) turns that language off.
+	Servers map[string][]string
+}
+
+// LSPLanguages are the names [lsp.servers.NAME] takes, internal/lsp's
+// languages.
+var LSPLanguages = []string{"go", "typescript", "python", "rust", "c"}
 
 // Telemetry is the [telemetry] table: OpenTelemetry export, off unless
 // an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT.
@@ -448,6 +467,7 @@ func Default() *Config {
 			ToolSearchBudget:  DefaultToolSearchBudget,
 		},
 		Agents: Agents{MaxParallel: 4, MaxDepth: 1},
+		LSP:    LSP{Wait: 2 * time.Second, IdleTimeout: 10 * time.Minute, Servers: map[string][]string{}},
 	}
 }
 

@@ -650,3 +650,34 @@ func TestParseTelemetry(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestLSP(t *testing.T) {
+	c, err := Parse("c.toml", []byte("[lsp]\nwait = \"5s\"\nidle_timeout = \"1m\"\n[lsp.servers.go]\ncommand = [\"/opt/gopls\", \"-remote=auto\"]\n[lsp.servers.rust]\nenabled = false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := LSP{Wait: 5 * time.Second, IdleTimeout: time.Minute, Servers: map[string][]string{"go": {"/opt/gopls", "-remote=auto"}, "rust": {}}}
+	if !reflect.DeepEqual(c.LSP, want) {
+		t.Errorf("lsp = %+v, want %+v", c.LSP, want)
+	}
+	if d := Default().LSP; d.Off || d.Wait != 2*time.Second || d.IdleTimeout != 10*time.Minute {
+		t.Errorf("default lsp = %+v", d)
+	}
+	if c, _ := Parse("c.toml", []byte("[lsp]\nenabled = false\n")); !c.LSP.Off {
+		t.Error("enabled = false left it on")
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"[lsp]\nwait = \"soon\"\n", `c.toml:2: key "lsp.wait": `},
+		{"[lsp]\nwait = \"0s\"\n", `c.toml:2: key "lsp.wait": invalid duration "0s": must be greater than zero`},
+		{"[lsp]\nwait = 2\n", `c.toml:2: key "lsp.wait": `},
+		{"[lsp.servers.cobol]\ncommand = [\"x\"]\n", `c.toml:1: key "lsp.servers.cobol": no language "cobol" (have go, typescript, python, rust, c)`},
+		{"[lsp.servers.go]\ncommand = \"gopls\"\n", `c.toml:2: key "lsp.servers.go.command": `},
+		{"[lsp.servers.go]\ncommand = []\n", `c.toml:2: key "lsp.servers.go.command": names no program`},
+		{"[lsp]\nidel_timeout = \"1m\"\n", `c.toml:2: key "lsp.idel_timeout": unknown key (did you mean "idle_timeout"?)`},
+	} {
+		_, err := Parse("c.toml", []byte(tc.src))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %s…", tc.src, err, tc.want)
+		}
+	}
+}

@@ -135,6 +135,7 @@ func convert(file string, f *fileConfig, idx *keyIndex) (*Config, error) {
 		}
 	}
 	cfg.Hooks = f.Hooks
+	c.lsp(&cfg.LSP, &f.LSP)
 	if f.Telemetry.LogContent != nil {
 		cfg.Telemetry.LogContent = *f.Telemetry.LogContent
 	}
@@ -628,6 +629,33 @@ func (c *converter) duration(dst *time.Duration, key []string, s *string) {
 		return
 	}
 	*dst = d
+}
+
+func (c *converter) lsp(l *LSP, f *fileLSP) {
+	if f.Enabled != nil {
+		l.Off = !*f.Enabled
+	}
+	c.duration(&l.Wait, keyPath("lsp", "wait"), f.Wait)
+	c.duration(&l.IdleTimeout, keyPath("lsp", "idle_timeout"), f.IdleTimeout)
+	for _, name := range slices.Sorted(maps.Keys(f.Servers)) {
+		fs := f.Servers[name]
+		if !slices.Contains(LSPLanguages, name) {
+			c.fail(keyPath("lsp", "servers", name), nil, "no language %q (have %s)", name, strings.Join(LSPLanguages, ", "))
+			continue
+		}
+		if fs.Enabled != nil && !*fs.Enabled {
+			l.Servers[name] = []string{}
+			continue
+		}
+		if fs.Command == nil {
+			continue
+		}
+		if len(fs.Command) == 0 || fs.Command[0] == "" {
+			c.fail(keyPath("lsp", "servers", name, "command"), nil, "names no program; set enabled = false to turn the language off")
+			continue
+		}
+		l.Servers[name] = slices.Clone(fs.Command)
+	}
 }
 
 // positive returns *v, which must be above zero when set; 0 when unset.

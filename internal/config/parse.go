@@ -32,6 +32,19 @@ type fileConfig struct {
 	// where it is read (internal/hooks), which knows Claude Code's format.
 	Hooks       map[string]any  `toml:"hooks" want:"a table of hook events, Claude Code's \"hooks\" object in TOML ([[hooks.PreToolUse]] tables)"`
 	Checkpoints fileCheckpoints `toml:"checkpoints"`
+	LSP         fileLSP         `toml:"lsp"`
+}
+
+type fileLSP struct {
+	Enabled     *bool                    `toml:"enabled"`
+	Wait        *string                  `toml:"wait" want:"a duration string such as \"2s\""`
+	IdleTimeout *string                  `toml:"idle_timeout" want:"a duration string such as \"10m\""`
+	Servers     map[string]fileLSPServer `toml:"servers" want:"a table of languages, one [lsp.servers.NAME] table each (go, typescript, python, rust or c)"`
+}
+
+type fileLSPServer struct {
+	Command []string `toml:"command" want:"an array of strings, the program and its arguments, such as [\"gopls\"]"`
+	Enabled *bool    `toml:"enabled"`
 }
 
 type fileCheckpoints struct {
