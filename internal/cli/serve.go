@@ -20,6 +20,8 @@ import (
 
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/httpapi"
+	"meka.dev/meka/internal/stats"
+	"meka.dev/meka/internal/storerec"
 )
 
 func init() { extraCommands = append(extraCommands, newServeCmd) }
@@ -155,6 +157,7 @@ func runServe(ctx context.Context, g *globals, listen string) error {
 		FeedRetention: a.cfg.Serve.FeedRetention,
 		Heartbeat:     a.cfg.Serve.StreamHeartbeat, WriteTimeout: a.cfg.Serve.StreamWriteTimeout,
 		Logger: g.logger(), Now: g.now,
+		Logins: a.db.logins, Usage: sessionUsage(a.db.spend),
 	}
 	if a.sched != nil {
 		opts.Schedules = a.sched.sched
@@ -307,4 +310,24 @@ func serveLoginLink(ctx context.Context, dataDir, sessionID string) (string, err
 	}
 	u.Path, u.RawQuery, u.Fragment = "/", "", ""
 	return u.String() + "#" + frag.Encode(), nil
+}
+
+// sessionUsage is every session's spend, from the query meka stats runs
+// (the store adds it up), for the records meka serve shows.
+func sessionUsage(src stats.Source) func(context.Context) (map[string]httpapi.Usage, error) {
+	if src == nil {
+		return nil
+	}
+	return func(ctx context.Context) (map[string]httpapi.Usage, error) {
+		gs, err := src.Spend(ctx, storerec.SpendQuery{By: storerec.SpendBySession})
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]httpapi.Usage, len(gs))
+		for _, g := range gs {
+			out[g.Key] = httpapi.Usage{Calls: g.Calls, Input: g.Input, CacheRead: g.CacheRead, CacheWrite: g.CacheWrite,
+				Output: g.Output, Cost: g.Cost}
+		}
+		return out, nil
+	}
 }

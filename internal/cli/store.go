@@ -8,6 +8,7 @@ import (
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/events"
 	"meka.dev/meka/internal/httpapi"
+	"meka.dev/meka/internal/httpapi/web"
 	"meka.dev/meka/internal/memory"
 	"meka.dev/meka/internal/postgres"
 	"meka.dev/meka/internal/schedule"
@@ -41,7 +42,9 @@ type database struct {
 	memories memory.Store
 	// spend adds up the tokens and cost the log records.
 	spend stats.Source
-	close func() error
+	// logins keeps the web app's browser sessions across restarts.
+	logins web.LoginStore
+	close  func() error
 }
 
 // project is a project as the commands show it.
@@ -102,7 +105,7 @@ func (g *globals) openDB(ctx context.Context, cfg *config.Config) (*database, er
 // sqliteDatabase wraps an open SQLite file.
 func sqliteDatabase(db *sqlite.DB) *database {
 	return &database{sessions: db.Sessions(), schedules: sqlitestore.New(db.Schedules()), feed: feedStore{db.Feed()}, outbox: outboxStore{db.Outbox()},
-		projects: projects{db.Projects()}, memories: memoryStore{db.Memories()}, spend: db, close: db.Close}
+		projects: projects{db.Projects()}, memories: memoryStore{db.Memories()}, spend: db, logins: db.Logins(), close: db.Close}
 }
 
 func openPostgres(ctx context.Context, url string, opts postgres.Options) (*database, error) {
@@ -120,6 +123,7 @@ func openPostgres(ctx context.Context, url string, opts postgres.Options) (*data
 		projects:   projects{db.Projects()},
 		memories:   memoryStore{db.Memories()},
 		spend:      db,
+		logins:     db.Logins(),
 		close:      db.Close,
 	}, nil
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"meka.dev/meka/agent"
@@ -147,4 +148,30 @@ func (s *Session) signalIdle() {
 	case s.idle <- struct{}{}:
 	default:
 	}
+}
+
+// ErrNoTask says the session has no background task of that id, and
+// ErrTaskEnded that a task to stop had ended already.
+var (
+	ErrNoTask    = task.ErrUnknown
+	ErrTaskEnded = task.ErrNotRunning
+)
+
+// StopTask kills a running background task of the session and returns
+// once it has ended, with its outcome; ErrTaskEnded when it had
+// ended already.
+func (s *Session) StopTask(id string) (Task, error) {
+	if s.tasks == nil {
+		return Task{}, fmt.Errorf("stop task %s: %w", id, ErrNoTask)
+	}
+	return s.tasks.Kill(id)
+}
+
+// TaskTail returns at most limit bytes from the end of a task's output,
+// and the output's whole size.
+func (s *Session) TaskTail(id string, limit int) (string, int64, error) {
+	if s.tasks == nil {
+		return "", 0, fmt.Errorf("read task %s: %w", id, ErrNoTask)
+	}
+	return s.tasks.Tail(id, limit)
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -45,7 +46,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem{Status: http.StatusBadRequest, Code: "invalid-request", Title: `The body must be {"code": "..."}`})
 		return
 	}
-	v, exp, err := s.logins.Exchange(body.Code)
+	v, exp, err := s.logins.Exchange(r.Context(), body.Code)
+	if err != nil && !errors.Is(err, web.ErrCodeRefused) {
+		s.log.Error("log in", "err", err)
+		writeProblem(w, problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Could not start a browser session", Where: "meka log"})
+		return
+	}
 	if err != nil {
 		writeProblem(w, problem{Status: http.StatusUnauthorized, Code: "login-code-refused", Title: "The login link is unknown, used or expired",
 			Detail: "Print a new one with meka serve url."})
@@ -59,7 +65,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 // logout ends the browser session of the request's cookie.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(web.CookieName); err == nil {
-		s.logins.Revoke(c.Value)
+		if err := s.logins.Revoke(r.Context(), c.Value); err != nil {
+			s.log.Error("log out", "err", err)
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: web.CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
@@ -81,7 +89,7 @@ func selfOrigin(r *http.Request) string {
 // holds even where a browser sends it anyway).
 func (s *Server) cookieAuthorized(r *http.Request) bool {
 	c, err := r.Cookie(web.CookieName)
-	if err != nil || !s.logins.Valid(c.Value) {
+	if err != nil || !s.logins.Valid(r.Context(), c.Value) {
 		return false
 	}
 	if o := r.Header.Get("Origin"); o != "" {

@@ -78,6 +78,24 @@ type Options struct {
 	// LoginCodeTTL and LoginSessionTTL bound a login link and the browser
 	// session it is exchanged for; web's defaults when zero.
 	LoginCodeTTL, LoginSessionTTL time.Duration
+	// Logins keeps browser sessions (their cookies' hashes) across a
+	// restart; nil keeps them in memory only.
+	Logins web.LoginStore
+	// Usage adds up the tokens and cost the log records, by session (the
+	// store's spend query, as meka stats reads it); nil leaves records
+	// without usage.
+	Usage func(ctx context.Context) (map[string]Usage, error)
+}
+
+// Usage is what a session's model calls consumed, as the log records it;
+// Cost is in the prices' currency, zero when the model has none.
+type Usage struct {
+	Calls      int64   `json:"calls"`
+	Input      int64   `json:"input_tokens"`
+	CacheRead  int64   `json:"cache_read_tokens"`
+	CacheWrite int64   `json:"cache_write_tokens"`
+	Output     int64   `json:"output_tokens"`
+	Cost       float64 `json:"cost"`
 }
 
 // Defaults of Options.
@@ -139,7 +157,8 @@ func New(opts Options) (*Server, error) {
 		sessions: make(map[string]*attached), idem: make(map[string]*idempotency), subs: make(map[*subscriber]struct{})}
 	s.cache.feed = opts.Feed
 	s.app = web.Handler()
-	s.logins = web.NewLogins(opts.Now, opts.LoginCodeTTL, opts.LoginSessionTTL)
+	s.logins = web.NewLogins(web.LoginOptions{Now: opts.Now, CodeTTL: opts.LoginCodeTTL, SessionTTL: opts.LoginSessionTTL,
+		Store: opts.Logins, Logger: opts.Logger})
 	s.routes()
 	return s, nil
 }
@@ -174,6 +193,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/sessions/{id}/close", s.closeSession)
 	m.HandleFunc("POST /v1/sessions/{id}/rewind", s.rewindSession)
 	m.HandleFunc("GET /v1/sessions/{id}/messages", s.messages)
+	m.HandleFunc("GET /v1/sessions/{id}/history", s.history)
 	m.HandleFunc("GET /v1/sessions/{id}/export", s.export)
 	m.HandleFunc("POST /v1/sessions/{id}/turns", s.startTurn)
 	m.HandleFunc("POST /v1/sessions/{id}/compact", s.compact)
@@ -188,6 +208,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/sessions/{id}/events", s.sessionEvents)
 	m.HandleFunc("GET /v1/events", s.allEvents)
 	m.HandleFunc("GET /v1/tasks", s.listTasks)
+	m.HandleFunc("POST /v1/sessions/{id}/tasks/{tid}/stop", s.stopTask)
+	m.HandleFunc("GET /v1/approvals", s.allApprovals)
+	m.HandleFunc("GET /v1/elicitations", s.allElicitations)
 	m.HandleFunc("GET /v1/schedule", s.listSchedule)
 	m.HandleFunc("GET /v1/sessions/{id}/schedule", s.sessionSchedule)
 	m.HandleFunc("POST /v1/sessions/{id}/schedule", s.createJob)

@@ -111,13 +111,25 @@ type record struct {
 	UpdatedAt             string          `json:"updated_at"`
 	State                 recordState     `json:"state"`
 	Checklist             []checklistItem `json:"checklist,omitempty"`
+	// Progress counts the checklist's items done, of all, on a session
+	// the server holds.
+	Progress *progress `json:"checklist_progress,omitempty"`
+	// Usage is what the session's model calls consumed, as the log
+	// records it (absent when the server has no spend query).
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+type progress struct {
+	Completed int `json:"completed"`
+	Total     int `json:"total"`
 }
 
 type recordState struct {
-	Held             bool   `json:"held"`
-	Status           string `json:"status"` // idle or running
-	TurnID           string `json:"turn_id,omitempty"`
-	PendingApprovals int    `json:"pending_approvals"`
+	Held                bool   `json:"held"`
+	Status              string `json:"status"` // idle or running
+	TurnID              string `json:"turn_id,omitempty"`
+	PendingApprovals    int    `json:"pending_approvals"`
+	PendingElicitations int    `json:"pending_elicitations"`
 }
 
 type checklistItem struct {
@@ -158,12 +170,18 @@ func (srv *Server) recordOf(m session.Meta) record {
 					r.State.PendingApprovals++
 				}
 			}
+			for _, el := range a.elicitations {
+				if el.open() {
+					r.State.PendingElicitations++
+				}
+			}
 			a.mu.Unlock()
 		} else if s.Busy() {
 			r.State.Status = "running"
 		}
 		if c, ok := s.Plan(); ok {
 			r.Checklist = checklistOf(c)
+			r.Progress = progressOf(c)
 		}
 	}
 	return r
@@ -179,6 +197,35 @@ func checklistOf(c plan.Changed) []checklistItem {
 		}
 	}
 	return out
+}
+
+// progressOf counts a plan's items done, those folded away included.
+func progressOf(c plan.Changed) *progress {
+	return &progress{Completed: c.Completed, Total: c.Total}
+}
+
+// usageOf reads every session's usage, logging a failure: a record goes
+// without usage rather than fail.
+func (srv *Server) usageOf(r *http.Request) map[string]Usage {
+	if srv.opts.Usage == nil {
+		return nil
+	}
+	u, err := srv.opts.Usage(r.Context())
+	if err != nil {
+		srv.log.Error("read usage", "err", err)
+		return nil
+	}
+	return u
+}
+
+// withUsage sets rec's usage from u: zero for a session with no model
+// call yet.
+func withUsage(rec *record, u map[string]Usage) {
+	if u == nil {
+		return
+	}
+	v := u[rec.ID]
+	rec.Usage = &v
 }
 
 // fullRecord is the record GET /v1/sessions/{id} answers: its checklist
@@ -253,8 +300,11 @@ func (srv *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	items := make([]record, 0, len(page.Sessions))
+	usage := srv.usageOf(r)
 	for _, m := range page.Sessions {
-		items = append(items, srv.recordOf(m))
+		rec := srv.recordOf(m)
+		withUsage(&rec, usage)
+		items = append(items, rec)
 	}
 	var next *string
 	if page.Next != "" {
@@ -295,6 +345,7 @@ func (srv *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := fullRecord{record: srv.recordOf(m), Checklist: []checklistItem{}}
+	withUsage(&rec.record, srv.usageOf(r))
 	c, ok, err := srv.opts.Host.StoredPlan(r.Context(), m.ID)
 	if err != nil {
 		srv.fail(w, r, err)
@@ -302,6 +353,7 @@ func (srv *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	}
 	if ok {
 		rec.Checklist = checklistOf(c)
+		rec.Progress = progressOf(c)
 	}
 	writeJSON(w, http.StatusOK, rec)
 }

@@ -166,7 +166,8 @@ CREATE TABLE memories (
 );
 CREATE INDEX memories_by_project ON memories (project, updated_at DESC, id DESC);
 `},
-	{9, "spend", spendSchema}, // spend.go
+	{9, "spend", spendSchema},           // spend.go
+	{10, "browser logins", loginSchema}, // logins.go (SQLite's 11: its 10 is an index only SQLite needs)
 }
 
 // SchemaVersion is the version Open migrates a database to.

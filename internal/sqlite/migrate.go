@@ -70,6 +70,7 @@ ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT '';`},
 	{8, "projects and memories", memorySchema}, // memory.go
 	{9, "spend", spendSchema},                  // spend.go
 	{10, "spend covering", spendCovering},      // spend.go
+	{11, "browser logins", loginSchema},        // logins.go
 }
 
 // SchemaVersion is the version Open migrates a database to.

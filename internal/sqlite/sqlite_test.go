@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/session"
@@ -90,5 +91,34 @@ func TestReadsRightAfterOpen(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func TestLoginsKeepHashesAndPruneExpired(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "meka.db"), sqlite.Options{})
+	l := db.Logins()
+	ctx := t.Context()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	live, gone := []byte("live-hash"), []byte("gone-hash")
+	if err := l.SaveLogin(ctx, live, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SaveLogin(ctx, gone, now); err != nil {
+		t.Fatal(err)
+	}
+	if exp, ok, err := l.LoginExpiry(ctx, live); err != nil || !ok || !exp.Equal(now.Add(time.Hour)) {
+		t.Fatalf("expiry: %v %v %v", exp, ok, err)
+	}
+	if n, err := l.PruneLogins(ctx, now); err != nil || n != 1 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	if _, ok, _ := l.LoginExpiry(ctx, gone); ok {
+		t.Fatal("an expired login outlived the prune")
+	}
+	if err := l.DeleteLogin(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := l.LoginExpiry(ctx, live); ok {
+		t.Fatal("a deleted login is still there")
 	}
 }

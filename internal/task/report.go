@@ -121,3 +121,13 @@ func FormatSize(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// Tail returns at most limit bytes from the end of task id's output
+// (readTail's cut), and the output's whole size.
+func (r *Registry) Tail(id string, limit int) (string, int64, error) {
+	t, ok := r.Get(id)
+	if !ok {
+		return "", 0, fmt.Errorf("read task %s: %w", id, ErrUnknown)
+	}
+	return readTail(t.Output, limit)
+}

@@ -8,12 +8,15 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"path"
 	"strings"
@@ -79,31 +82,63 @@ const (
 // ErrCodeRefused is Exchange's answer to a code unknown, used or expired.
 var ErrCodeRefused = errors.New("the login code is unknown, used or expired")
 
+// LoginStore keeps browser sessions across a restart of the server, and
+// shares them between servers on one database: the SHA-256 of each
+// cookie with its expiry, never the cookie itself. Implementations are
+// safe for concurrent use.
+type LoginStore interface {
+	SaveLogin(ctx context.Context, hash []byte, expires time.Time) error
+	// LoginExpiry returns a session's expiry; ok is false when the store
+	// has none under hash.
+	LoginExpiry(ctx context.Context, hash []byte) (expires time.Time, ok bool, err error)
+	DeleteLogin(ctx context.Context, hash []byte) error
+	// PruneLogins deletes the sessions expired at now.
+	PruneLogins(ctx context.Context, now time.Time) (int64, error)
+}
+
+// LoginOptions configure Logins; the zero value of each field means its
+// default.
+type LoginOptions struct {
+	Now                 func() time.Time // time.Now when nil
+	CodeTTL, SessionTTL time.Duration    // DefaultCodeTTL, DefaultSessionTTL
+	// Store keeps browser sessions; nil keeps them in memory, so that a
+	// restart signs every browser out. Codes are never stored: a link is
+	// for the next few minutes.
+	Store  LoginStore
+	Logger *slog.Logger
+}
+
 // Logins holds one-time login codes and the browser sessions exchanged
-// for them, in memory: a restart of the server signs every browser out.
-// Only hashes of codes and cookies are kept.
+// for them. Only hashes of codes and cookies are kept; sessions are
+// written through to the store, and read from it when memory has none
+// (a restart, or a session another server made).
 type Logins struct {
 	now                 func() time.Time
 	codeTTL, sessionTTL time.Duration
+	store               LoginStore
+	log                 *slog.Logger
 
-	mu       sync.Mutex
-	codes    map[[32]byte]time.Time // code hash → expiry
-	sessions map[[32]byte]time.Time // cookie hash → expiry
+	mu         sync.Mutex
+	codes      map[[32]byte]time.Time // code hash → expiry
+	sessions   map[[32]byte]time.Time // cookie hash → expiry
+	lastPruned time.Time              // of the store's sessions
 }
 
-// NewLogins returns an empty store; now is the clock, zero TTLs mean the
-// defaults.
-func NewLogins(now func() time.Time, codeTTL, sessionTTL time.Duration) *Logins {
-	if now == nil {
-		now = time.Now
+// NewLogins returns an empty set of logins.
+func NewLogins(o LoginOptions) *Logins {
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	if codeTTL <= 0 {
-		codeTTL = DefaultCodeTTL
+	if o.CodeTTL <= 0 {
+		o.CodeTTL = DefaultCodeTTL
 	}
-	if sessionTTL <= 0 {
-		sessionTTL = DefaultSessionTTL
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = DefaultSessionTTL
 	}
-	return &Logins{now: now, codeTTL: codeTTL, sessionTTL: sessionTTL,
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Logins{now: o.Now, codeTTL: o.CodeTTL, sessionTTL: o.SessionTTL, store: o.Store, log: o.Logger,
 		codes: make(map[[32]byte]time.Time), sessions: make(map[[32]byte]time.Time)}
 }
 
@@ -122,8 +157,9 @@ func (l *Logins) NewCode() (string, time.Time, error) {
 }
 
 // Exchange spends a code for a new session cookie value and its expiry;
-// a code works once, before it expires.
-func (l *Logins) Exchange(code string) (string, time.Time, error) {
+// a code works once, before it expires. The session is stored before the
+// cookie is handed out.
+func (l *Logins) Exchange(ctx context.Context, code string) (string, time.Time, error) {
 	h := sha256.Sum256([]byte(code))
 	l.mu.Lock()
 	exp, ok := l.codes[h]
@@ -136,32 +172,62 @@ func (l *Logins) Exchange(code string) (string, time.Time, error) {
 	if err != nil {
 		return "", time.Time{}, err
 	}
+	sh := sha256.Sum256([]byte(v))
+	sexp := l.now().Add(l.sessionTTL)
+	if l.store != nil {
+		l.pruneStore(ctx)
+		if err := l.store.SaveLogin(ctx, sh[:], sexp); err != nil {
+			return "", time.Time{}, fmt.Errorf("save browser session: %w", err)
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.prune()
-	sexp := l.now().Add(l.sessionTTL)
-	l.sessions[sha256.Sum256([]byte(v))] = sexp
+	l.sessions[sh] = sexp
 	return v, sexp, nil
 }
 
-// Valid reports whether a cookie value is a live session.
-func (l *Logins) Valid(cookie string) bool {
+// Valid reports whether a cookie value is a live session. A store that
+// cannot be read counts as no session (logged).
+func (l *Logins) Valid(ctx context.Context, cookie string) bool {
 	if cookie == "" {
 		return false
 	}
 	h := sha256.Sum256([]byte(cookie))
+	now := l.now()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	exp, ok := l.sessions[h]
-	return ok && l.now().Before(exp)
+	l.mu.Unlock()
+	if ok || l.store == nil {
+		return ok && now.Before(exp)
+	}
+	exp, ok, err := l.store.LoginExpiry(ctx, h[:])
+	if err != nil {
+		l.log.Error("read browser session", "err", err)
+		return false
+	}
+	if !ok || !now.Before(exp) {
+		return false
+	}
+	l.mu.Lock()
+	l.sessions[h] = exp
+	l.mu.Unlock()
+	return true
 }
 
-// Revoke ends a session, for logging out.
-func (l *Logins) Revoke(cookie string) {
+// Revoke ends a session, for logging out, here and in the store.
+func (l *Logins) Revoke(ctx context.Context, cookie string) error {
 	h := sha256.Sum256([]byte(cookie))
 	l.mu.Lock()
 	delete(l.sessions, h)
 	l.mu.Unlock()
+	if l.store == nil {
+		return nil
+	}
+	if err := l.store.DeleteLogin(ctx, h[:]); err != nil {
+		return fmt.Errorf("delete browser session: %w", err)
+	}
+	return nil
 }
 
 // prune drops expired entries, so the maps stay bounded by what is live.
@@ -177,6 +243,28 @@ func (l *Logins) prune() {
 		if !now.Before(exp) {
 			delete(l.sessions, h)
 		}
+	}
+}
+
+// storePruneInterval bounds how often a login prunes the store's expired
+// sessions: logins are rare, and a prune is one DELETE.
+const storePruneInterval = time.Hour
+
+// pruneStore deletes the store's expired sessions, at most once an hour;
+// a failure is logged, the login goes on.
+func (l *Logins) pruneStore(ctx context.Context) {
+	now := l.now()
+	l.mu.Lock()
+	due := now.Sub(l.lastPruned) >= storePruneInterval
+	if due {
+		l.lastPruned = now
+	}
+	l.mu.Unlock()
+	if !due {
+		return
+	}
+	if _, err := l.store.PruneLogins(ctx, now); err != nil {
+		l.log.Error("prune browser sessions", "err", err)
 	}
 }
 

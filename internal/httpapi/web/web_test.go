@@ -3,6 +3,8 @@ package web_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
+	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -74,35 +76,36 @@ func TestAssetsHoldNoHTMLSinksOrExternalFetches(t *testing.T) {
 }
 
 func TestLoginCodeWorksOnceBeforeItExpires(t *testing.T) {
+	ctx := t.Context()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := web.NewLogins(func() time.Time { return now }, time.Minute, time.Hour)
+	l := web.NewLogins(web.LoginOptions{Now: func() time.Time { return now }, CodeTTL: time.Minute, SessionTTL: time.Hour})
 	code, exp, err := l.NewCode()
 	if err != nil || !exp.Equal(now.Add(time.Minute)) {
 		t.Fatalf("NewCode: %v %v", exp, err)
 	}
-	cookie, sexp, err := l.Exchange(code)
-	if err != nil || !sexp.Equal(now.Add(time.Hour)) || !l.Valid(cookie) {
+	cookie, sexp, err := l.Exchange(ctx, code)
+	if err != nil || !sexp.Equal(now.Add(time.Hour)) || !l.Valid(ctx, cookie) {
 		t.Fatalf("Exchange: %q %v %v", cookie, sexp, err)
 	}
-	if _, _, err := l.Exchange(code); !errors.Is(err, web.ErrCodeRefused) {
+	if _, _, err := l.Exchange(ctx, code); !errors.Is(err, web.ErrCodeRefused) {
 		t.Fatalf("second exchange: %v", err)
 	}
 	late, _, _ := l.NewCode()
 	now = now.Add(time.Minute)
-	if _, _, err := l.Exchange(late); !errors.Is(err, web.ErrCodeRefused) {
+	if _, _, err := l.Exchange(ctx, late); !errors.Is(err, web.ErrCodeRefused) {
 		t.Fatalf("expired code: %v", err)
 	}
-	if !l.Valid(cookie) || l.Valid("") || l.Valid("guess") {
+	if !l.Valid(ctx, cookie) || l.Valid(ctx, "") || l.Valid(ctx, "guess") {
 		t.Fatal("session validity")
 	}
 	now = now.Add(time.Hour)
-	if l.Valid(cookie) {
+	if l.Valid(ctx, cookie) {
 		t.Fatal("an expired session is valid")
 	}
 	c2, _, _ := l.NewCode()
-	v, _, _ := l.Exchange(c2)
-	l.Revoke(v)
-	if l.Valid(v) {
+	v, _, _ := l.Exchange(ctx, c2)
+	l.Revoke(ctx, v)
+	if l.Valid(ctx, v) {
 		t.Fatal("a revoked session is valid")
 	}
 }
@@ -116,4 +119,84 @@ func TestCookieAttributes(t *testing.T) {
 	if web.Cookie("v", exp, false).Secure {
 		t.Fatal("Secure without TLS")
 	}
+}
+
+// loginStore is a LoginStore in a map, counting prunes.
+type loginStore struct {
+	m      map[string]time.Time
+	prunes int
+}
+
+func (s *loginStore) SaveLogin(_ context.Context, h []byte, exp time.Time) error {
+	s.m[string(h)] = exp
+	return nil
+}
+func (s *loginStore) LoginExpiry(_ context.Context, h []byte) (time.Time, bool, error) {
+	exp, ok := s.m[string(h)]
+	return exp, ok, nil
+}
+func (s *loginStore) DeleteLogin(_ context.Context, h []byte) error {
+	delete(s.m, string(h))
+	return nil
+}
+func (s *loginStore) PruneLogins(_ context.Context, now time.Time) (int64, error) {
+	s.prunes++
+	var n int64
+	for h, exp := range s.m {
+		if !now.Before(exp) {
+			delete(s.m, h)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// A session is written through to the store as its hash, and a second
+// Logins on the same store (a restarted server) accepts it until it
+// expires; a revoked one it refuses; logins prune the store hourly.
+func TestLoginsPersistHashes(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	store := &loginStore{m: map[string]time.Time{}}
+	first := web.NewLogins(web.LoginOptions{Now: clock, SessionTTL: time.Hour, Store: store})
+	exchange := func(l *web.Logins) string {
+		t.Helper()
+		code, _, _ := l.NewCode()
+		v, _, err := l.Exchange(ctx, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	kept, revoked := exchange(first), exchange(first)
+	for h := range store.m {
+		if h == kept || h == revoked {
+			t.Fatal("the store holds a cookie, not its hash")
+		}
+	}
+	if err := first.Revoke(ctx, revoked); err != nil {
+		t.Fatal(err)
+	}
+	second := web.NewLogins(web.LoginOptions{Now: clock, SessionTTL: time.Hour, Store: store})
+	if !second.Valid(ctx, kept) || second.Valid(ctx, revoked) || second.Valid(ctx, "guess") {
+		t.Fatal("validity after a restart")
+	}
+	if store.prunes != 1 {
+		t.Fatalf("%d prunes within the hour, want 1", store.prunes)
+	}
+	now = now.Add(time.Hour)
+	if second.Valid(ctx, kept) {
+		t.Fatal("an expired session is valid")
+	}
+	third := web.NewLogins(web.LoginOptions{Now: clock, SessionTTL: time.Hour, Store: store})
+	exchange(third)
+	if _, ok := store.m[string(sha256Sum(kept))]; ok || store.prunes != 2 {
+		t.Fatalf("the expired session was not pruned (%d prunes)", store.prunes)
+	}
+}
+
+func sha256Sum(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
 }
