@@ -2,15 +2,20 @@
 // writable roots and puts them back: a rewind of the code.
 //
 // Each root has a shadow git repository in the data directory (as Gemini
-// CLI does): a snapshot is `git add -A` and `git write-tree` against the
-// root with the shadow's own index, so git's stat cache makes it cost the
-// files that changed, its object store deduplicates content, and the
-// root's .gitignore keeps build output out. Snapshots are taken before a
-// turn's first mutating call and after each one, whatever made the change
-// (file tools, shell commands, background tasks), so nothing has to know
-// in advance which files a command touches. A ledger per session (JSON
-// lines) says which trees belong to which turn; refs keep them alive until
-// pruning, oldest first, brings the stores under MaxBytes.
+// CLI does), which meka writes and reads in-process: a snapshot stats
+// the root's files, reads only those a stat cache (path, size, mtime,
+// ctime, inode, mode → blob) cannot vouch for, and writes new blobs and
+// trees as git's loose objects, so its cost is a walk of the tree plus
+// the files that changed, and no git process runs on a turn's path. The
+// object store deduplicates content; the root's .gitignore files keep
+// build output out, matched as git matches them. Snapshots are taken
+// before a turn's first mutating call and after each one, whatever made
+// the change (file tools, shell commands, background tasks), so nothing
+// has to know in advance which files a command touches. A ledger per
+// session (JSON lines) says which trees belong to which turn; pruning,
+// oldest points first, brings the stores under MaxBytes and removes the
+// objects no kept point reaches. Git itself is needed only once, to
+// convert the packed stores an older meka left.
 package checkpoint
 
 import (
@@ -52,7 +57,8 @@ type Options struct {
 	MaxBytes int64
 	// MaxFileBytes skips (and names) larger files; 0 means 10 MiB.
 	MaxFileBytes int64
-	// Git is the git program; "" means "git" on PATH.
+	// Git is the git program that converts an older meka's stores once;
+	// "" means "git" on PATH.
 	Git string
 	// Now stamps points; nil means time.Now.
 	Now func() time.Time
@@ -76,6 +82,10 @@ type Store struct {
 	mu    sync.Mutex
 	repos []*shadow // the roots snapshotted
 	other map[string]*shadow
+	// bytes is what the stores hold, as last measured plus what this
+	// store wrote since; sized says it was measured.
+	bytes int64
+	sized bool
 }
 
 // Open prepares the shadow repositories of opts.Roots.
@@ -101,7 +111,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("checkpoint: root %s is not a directory", r)
 		}
-		sh := &shadow{git: opts.Git, dir: shadowDir(opts.Dir, abs), root: abs}
+		sh := newShadow(opts.Git, opts.Dir, abs)
 		if err := sh.init(ctx); err != nil {
 			return nil, err
 		}
@@ -121,9 +131,12 @@ func (s *Store) repo(ctx context.Context, root string) (*shadow, error) {
 	if r, ok := s.other[root]; ok {
 		return r, nil
 	}
-	r := &shadow{git: s.opts.Git, dir: shadowDir(s.opts.Dir, root), root: root}
+	r := newShadow(s.opts.Git, s.opts.Dir, root)
 	if _, err := os.Stat(filepath.Join(r.dir, "HEAD")); err != nil {
 		return nil, fmt.Errorf("checkpoint: no checkpoints of %s", root)
+	}
+	if err := r.packsToLoose(ctx); err != nil {
+		return nil, err
 	}
 	if s.other == nil {
 		s.other = map[string]*shadow{}
@@ -153,15 +166,15 @@ func (s *Store) snapshot(ctx context.Context, sessionID string, turn int64, kind
 }
 
 func (s *Store) snapshotOf(ctx context.Context, repos []*shadow, sessionID string, turn int64, kind string) (Point, error) {
-	p, err := s.state(ctx, repos)
+	p, err := s.state(repos)
 	if err != nil {
 		return Point{}, err
 	}
-	return s.record(ctx, repos, p, sessionID, turn, kind)
+	return s.record(ctx, p, sessionID, turn, kind)
 }
 
 // record keeps state p as a point of the session.
-func (s *Store) record(ctx context.Context, repos []*shadow, p Point, sessionID string, turn int64, kind string) (Point, error) {
+func (s *Store) record(ctx context.Context, p Point, sessionID string, turn int64, kind string) (Point, error) {
 	p.Session, p.Turn, p.Kind, p.Time = sessionID, turn, kind, s.opts.Now().UTC()
 	p.Seq = p.Time.UnixNano()
 	last, ok, err := s.last(sessionID)
@@ -170,16 +183,6 @@ func (s *Store) record(ctx context.Context, repos []*shadow, p Point, sessionID 
 	}
 	if ok && last.Seq >= p.Seq {
 		p.Seq = last.Seq + 1
-	}
-	// A ref per tree keeps it from gc until no kept point names it; the
-	// common Before point, taken when nothing changed since the last
-	// After, needs none.
-	for _, r := range repos {
-		if t := p.Trees[r.root]; !ok || last.Pruned || last.Trees[r.root] != t {
-			if err := r.keep(ctx, "refs/meka/trees/"+t, t); err != nil {
-				return Point{}, err
-			}
-		}
 	}
 	if err := s.appendLedger(p); err != nil {
 		return Point{}, err
@@ -191,10 +194,11 @@ func (s *Store) record(ctx context.Context, repos []*shadow, p Point, sessionID 
 }
 
 // state snapshots every root without recording a point.
-func (s *Store) state(ctx context.Context, repos []*shadow) (Point, error) {
+func (s *Store) state(repos []*shadow) (Point, error) {
 	p := Point{Trees: map[string]string{}}
 	for _, r := range repos {
-		tree, skipped, err := r.snapshot(ctx, s.opts.MaxFileBytes)
+		tree, skipped, written, err := r.snapshot(s.opts.MaxFileBytes)
+		s.bytes += written
 		if err != nil {
 			return Point{}, err
 		}
@@ -311,7 +315,7 @@ func (s *Store) Turns(ctx context.Context, sessionID string) ([]TurnChanges, err
 				if err != nil {
 					return nil, err
 				}
-				cs, err := r.diff(ctx, p.Trees[root], end.Trees[root])
+				cs, err := r.diff(p.Trees[root], end.Trees[root])
 				if err != nil {
 					return nil, err
 				}
@@ -439,7 +443,7 @@ func (s *Store) restore(ctx context.Context, sessionID string, target Point, o R
 		}
 		repos = append(repos, r)
 	}
-	now, err := s.state(ctx, repos)
+	now, err := s.state(repos)
 	if err != nil {
 		return Result{}, err
 	}
@@ -451,7 +455,7 @@ func (s *Store) restore(ctx context.Context, sessionID string, target Point, o R
 			if !ok {
 				continue
 			}
-			cs, err := r.diff(ctx, kt, now.Trees[r.root])
+			cs, err := r.diff(kt, now.Trees[r.root])
 			if err != nil {
 				return Result{}, err
 			}
@@ -462,14 +466,14 @@ func (s *Store) restore(ctx context.Context, sessionID string, target Point, o R
 		}
 	}
 	// The state just read is the one the rewind replaces: no second scan.
-	undo, err := s.record(ctx, repos, now, sessionID, o.Turn, KindRewind)
+	undo, err := s.record(ctx, now, sessionID, o.Turn, KindRewind)
 	if err != nil {
 		return Result{}, err
 	}
 	res.Undo = undo
 	for _, r := range repos {
 		tree := target.Trees[r.root]
-		cs, err := r.diff(ctx, undo.Trees[r.root], tree)
+		cs, err := r.diff(undo.Trees[r.root], tree)
 		if err != nil {
 			return Result{}, err
 		}
@@ -477,17 +481,19 @@ func (s *Store) restore(ctx context.Context, sessionID string, target Point, o R
 		if len(cs) == 0 {
 			continue
 		}
-		if err := r.checkout(ctx, tree); err != nil {
+		from, _ := parseOID(undo.Trees[r.root])
+		to, _ := parseOID(tree)
+		if err := checkout(r.objs, r.root, from, to); err != nil {
 			return res, err
 		}
 	}
-	// read-tree --reset -u left each index (and root) at the target's
-	// tree: that is the state restored, with nothing to scan.
+	// Only the files that differ were written: the root is now the
+	// target's tree, with nothing to scan.
 	restored := Point{Trees: map[string]string{}}
 	for _, r := range repos {
 		restored.Trees[r.root] = target.Trees[r.root]
 	}
-	if _, err := s.record(ctx, repos, restored, sessionID, o.Turn, KindRestored); err != nil {
+	if _, err := s.record(ctx, restored, sessionID, o.Turn, KindRestored); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -514,9 +520,18 @@ func (s *Store) prune(ctx context.Context) error {
 	if s.opts.MaxBytes <= 0 {
 		return nil
 	}
-	total, err := s.size(ctx)
-	if err != nil || total <= s.opts.MaxBytes {
-		return err
+	// The stores are measured once, then counted as they grow; over the
+	// bound they are measured again (another process may have pruned)
+	// before anything is dropped.
+	if !s.sized || s.bytes > s.opts.MaxBytes {
+		total, err := s.size()
+		if err != nil {
+			return err
+		}
+		s.bytes, s.sized = total, true
+	}
+	if s.bytes <= s.opts.MaxBytes {
+		return nil
 	}
 	ledgers, _ := filepath.Glob(filepath.Join(s.opts.Dir, "ledger", "*.jsonl"))
 	type entry struct {
@@ -540,9 +555,13 @@ func (s *Store) prune(ctx context.Context) error {
 	sort.Slice(order, func(a, b int) bool {
 		return all[order[a].path][order[a].i].Seq < all[order[b].path][order[b].i].Seq
 	})
-	// Drop the oldest half-step at a time: gc is the cost, so it runs a
-	// few times at most. The newest point of each session is kept.
-	for len(order) > 0 && total > s.opts.MaxBytes {
+	// Drop the oldest quarter at a time: a sweep of the store is the
+	// cost, so it runs a few times at most. The newest point of each
+	// session is kept.
+	for len(order) > 0 && s.bytes > s.opts.MaxBytes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		n := max(1, len(order)/4)
 		dropped := 0
 		for _, e := range order[:n] {
@@ -554,47 +573,30 @@ func (s *Store) prune(ctx context.Context) error {
 			dropped++
 		}
 		order = order[n:]
-		// The trees no kept point names lose their refs.
-		used := map[string]bool{}
-		for _, ps := range all {
-			for _, p := range ps {
-				if !p.Pruned {
-					for _, t := range p.Trees {
-						used[t] = true
-					}
-				}
-			}
-		}
-		for _, r := range s.repos {
-			out, err := r.run(ctx, nil, "for-each-ref", "--format=%(refname)", "refs/meka/trees/")
-			if err != nil {
-				return err
-			}
-			var del []byte
-			for _, ref := range strings.Fields(string(out)) {
-				if !used[strings.TrimPrefix(ref, "refs/meka/trees/")] {
-					del = fmt.Appendf(del, "delete %s\n", ref)
-				}
-			}
-			if len(del) > 0 {
-				if _, err := r.run(ctx, del, "update-ref", "--stdin"); err != nil {
-					return err
-				}
-			}
-		}
+		// The ledgers first: a point marked pruned before its objects go
+		// is refused, never restored half.
 		for path, ps := range all {
 			if err := writeLedger(path, ps); err != nil {
 				return err
 			}
 		}
+		var total int64
 		for _, r := range s.repos {
-			if _, err := r.run(ctx, nil, "-c", "gc.reflogExpire=now", "-c", "gc.reflogExpireUnreachable=now", "gc", "-q", "--prune=now"); err != nil {
+			var kept []string
+			for _, ps := range all {
+				for _, p := range ps {
+					if t, ok := p.Trees[r.root]; ok && !p.Pruned {
+						kept = append(kept, t)
+					}
+				}
+			}
+			n, err := r.prune(kept)
+			if err != nil {
 				return err
 			}
+			total += n
 		}
-		if total, err = s.size(ctx); err != nil {
-			return err
-		}
+		s.bytes = total
 		if dropped == 0 {
 			break
 		}
@@ -618,10 +620,10 @@ func writeLedger(path string, ps []Point) error {
 	return nil
 }
 
-func (s *Store) size(ctx context.Context) (int64, error) {
+func (s *Store) size() (int64, error) {
 	var total int64
 	for _, r := range s.repos {
-		n, err := r.size(ctx)
+		n, err := r.size()
 		if err != nil {
 			return 0, err
 		}
@@ -665,20 +667,16 @@ func (s *Store) Export(ctx context.Context, sessionID string, keep int64, root, 
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dest, 0o755); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+	to, err := parseOID(tree)
+	if err != nil {
+		return err
 	}
-	tmp, err := os.CreateTemp(s.opts.Dir, "export-index-*")
+	dest, err = filepath.Abs(dest)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	tmp.Close()
-	os.Remove(tmp.Name()) // git wants to create it
-	defer os.Remove(tmp.Name())
-	out := &shadow{git: r.git, dir: r.dir, root: dest, index: tmp.Name()}
-	if _, err := out.run(ctx, nil, "read-tree", tree); err != nil {
-		return err
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
-	_, err = out.run(ctx, nil, "checkout-index", "-a", "-f")
-	return err
+	return checkout(r.objs, filepath.Clean(dest), oid{}, to)
 }

@@ -1,0 +1,7 @@
+package checkpoint
+
+import "golang.org/x/sys/unix"
+
+func times(st *unix.Stat_t) (mtime, ctime int64) {
+	return st.Mtimespec.Nano(), st.Ctimespec.Nano()
+}
