@@ -88,6 +88,9 @@ var allowed = map[string][]string{
 	// People's hooks in Claude Code's format, on the engine's seams; they
 	// run commands (confined when asked) and speak events' payloads.
 	"internal/hooks": {"agent", "tool", "session", "model", "permission", "internal/sandbox", "internal/events"},
+	// best-of: N sessions in worktrees, run through a Runner the
+	// composition root passes; their logs read for tests and summaries.
+	"internal/bestof": {"internal/worktree", "session", "model"},
 	// L4
 	// host satisfies subagent.Spawner, so it knows the interface's types.
 	"internal/host": {"agent", "plan", "session", "tool", "permission", "model", "internal/task",
