@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -44,9 +45,11 @@ func usageError(format string, args ...any) error {
 type globals struct {
 	// tel exports telemetry; nil when it is off.
 	tel *telemetry.Telemetry
-	// books are the profiles' rate-limit books (rateBook).
+	// books are the profiles' rate-limit books (rateBook), clients their
+	// HTTP clients by connect timeout (httpClient).
 	booksMu    sync.Mutex
 	books      map[string]*model.RateBook
+	clients    map[time.Duration]*http.Client
 	configFile string
 	dataDir    string
 	// worktree is -w NAME; workdir the worktree it made, where sessions

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -296,6 +297,24 @@ func (g *globals) rateBook(profile string) *model.RateBook {
 	return b
 }
 
+// httpClient is the HTTP client of the profiles connecting within connect,
+// one per process: its connection pool outlives any session. A client per
+// session left each closed session's idle keep-alive connection, a socket
+// and two goroutines, until the transport's idle timeout.
+func (g *globals) httpClient(connect time.Duration) *http.Client {
+	g.booksMu.Lock()
+	defer g.booksMu.Unlock()
+	if g.clients == nil {
+		g.clients = map[time.Duration]*http.Client{}
+	}
+	c, ok := g.clients[connect]
+	if !ok {
+		c = model.HTTPClient(connect)
+		g.clients[connect] = c
+	}
+	return c
+}
+
 // prices is the built-in price table under the config's [models."ID"]
 // tables; a cache price the file leaves out comes from the built-in row,
 // else from the input price.
@@ -326,7 +345,7 @@ func (g *globals) provider(p config.Profile) (model.Provider, error) {
 	if err := g.checkKey(p); err != nil {
 		return nil, err
 	}
-	hc := model.HTTPClient(p.ConnectTimeout)
+	hc := g.httpClient(p.ConnectTimeout)
 	waits := model.Timeouts{FirstToken: p.FirstTokenTimeout, StreamIdle: p.StreamIdleTimeout}
 	// A failure says what to change: the key's variable, the base URL.
 	base, _ := endpointOf(p)

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -27,6 +28,34 @@ type served struct {
 	cmd   *exec.Cmd
 	url   string
 	token string
+	// stderr is the tail of what the process wrote to stderr after it
+	// started listening; stderrDone is closed when it closed stderr.
+	stderr     tailBuffer
+	stderrDone chan struct{}
+}
+
+// tailBuffer keeps the last tailMax bytes written to it.
+type tailBuffer struct {
+	mu sync.Mutex // guards b
+	b  []byte
+}
+
+const tailMax = 16 << 20
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > tailMax {
+		t.b = append(t.b[:0], t.b[len(t.b)-tailMax:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }
 
 func startServe(t testing.TB, dir string, env []string) *served {
@@ -52,7 +81,11 @@ func startServe(t testing.TB, dir string, env []string) *served {
 	if s.url == "" {
 		t.Fatal("meka serve did not start")
 	}
-	go io.Copy(io.Discard, stderr)
+	s.stderrDone = make(chan struct{})
+	go func() {
+		defer close(s.stderrDone)
+		io.Copy(&s.stderr, stderr)
+	}()
 	var data string
 	for _, e := range env {
 		if v, ok := strings.CutPrefix(e, "MEKA_DATA_DIR="); ok {

@@ -183,7 +183,11 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/login", s.login)
 	m.HandleFunc("POST /v1/logout", s.logout)
 	m.HandleFunc("GET /v1/runtime", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]int64{"goroutines": int64(runtime.NumGoroutine()), "streams": s.streams.Load()})
+		out := map[string]int64{"goroutines": int64(runtime.NumGoroutine()), "streams": s.streams.Load()}
+		if fds, rss, ok := procStats(); ok {
+			out["open_files"], out["rss_bytes"] = fds, rss
+		}
+		writeJSON(w, http.StatusOK, out)
 	})
 	m.HandleFunc("POST /v1/sessions", s.createSession)
 	m.HandleFunc("GET /v1/sessions", s.listSessions)
