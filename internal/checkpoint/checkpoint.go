@@ -86,6 +86,8 @@ type Store struct {
 	// store wrote since; sized says it was measured.
 	bytes int64
 	sized bool
+	// racy is how old a file must be for the stat cache to vouch for it.
+	racy time.Duration
 }
 
 // Open prepares the shadow repositories of opts.Roots.
@@ -102,7 +104,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{opts: opts}
+	s := &Store{opts: opts, racy: racyWindow}
 	for _, r := range opts.Roots {
 		abs, err := filepath.Abs(r)
 		if err != nil {
@@ -197,7 +199,7 @@ func (s *Store) record(ctx context.Context, p Point, sessionID string, turn int6
 func (s *Store) state(repos []*shadow) (Point, error) {
 	p := Point{Trees: map[string]string{}}
 	for _, r := range repos {
-		tree, skipped, written, err := r.snapshot(s.opts.MaxFileBytes)
+		tree, skipped, written, err := r.snapshot(s.opts.MaxFileBytes, s.racy)
 		s.bytes += written
 		if err != nil {
 			return Point{}, err

@@ -306,3 +306,74 @@ func TestExport(t *testing.T) {
 		t.Fatal("a file created later is in the fork at turn 0")
 	}
 }
+
+// A file rewritten with the same size and its mtime put back is still
+// seen as changed (its change time moved), and the stat cache kept in
+// the store serves a store opened later.
+func TestStatCacheSeesRewrites(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "cp")
+	write(t, filepath.Join(root, "a.txt"), "one\n")
+	write(t, filepath.Join(root, "b.txt"), "same\n")
+	s := open(t, root, checkpoint.Options{Dir: dir})
+	checkpoint.TrustStat(s)
+	if _, err := s.Snapshot(ctx, "s", 1, checkpoint.KindBefore); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(root, "a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "a.txt"), "two\n")
+	if err := os.Chtimes(filepath.Join(root, "a.txt"), fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Snapshot(ctx, "s", 1, checkpoint.KindAfter); err != nil {
+		t.Fatal(err)
+	}
+	turns, err := s.Turns(ctx, "s")
+	if err != nil || len(turns) != 1 || len(turns[0].Changes) != 1 || turns[0].Changes[0].Path != filepath.Join(root, "a.txt") {
+		t.Fatalf("turns = %+v, %v", turns, err)
+	}
+	// A second store (another process) reads the cache the first wrote,
+	// and still sees a change made since.
+	s2 := open(t, root, checkpoint.Options{Dir: dir})
+	checkpoint.TrustStat(s2)
+	write(t, filepath.Join(root, "b.txt"), "diff\n")
+	s2.Snapshot(ctx, "s", 2, checkpoint.KindBefore)
+	write(t, filepath.Join(root, "b.txt"), "more\n")
+	s2.Snapshot(ctx, "s", 2, checkpoint.KindAfter)
+	if _, err := s2.Rewind(ctx, "s", 1, checkpoint.RestoreOptions{Turn: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, filepath.Join(root, "a.txt")) != "one\n" || read(t, filepath.Join(root, "b.txt")) != "same\n" {
+		t.Fatal("not rewound to before turn 1")
+	}
+}
+
+// A rewind never writes through a symlink: a directory the turn replaced
+// by a symlink out of the root is made a directory again, and nothing
+// is written where the link pointed.
+func TestRestoreRefusesSymlinkedDirectory(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	outside := t.TempDir()
+	write(t, filepath.Join(root, "d", "f.txt"), "mine\n")
+	s := open(t, root, checkpoint.Options{})
+	s.Snapshot(ctx, "s", 1, checkpoint.KindBefore)
+	sh(t, root, "rm -r d && ln -s "+outside+" d")
+	s.Snapshot(ctx, "s", 1, checkpoint.KindAfter)
+	if _, err := s.Rewind(ctx, "s", 1, checkpoint.RestoreOptions{Turn: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, filepath.Join(root, "d", "f.txt")) != "mine\n" {
+		t.Fatal("not restored")
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "d")); err != nil || !fi.IsDir() {
+		t.Fatalf("d is not a directory again: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("written through the symlink")
+	}
+}

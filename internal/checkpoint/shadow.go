@@ -131,11 +131,11 @@ func gitEnv() []string {
 // snapshot records the root as it is (minus ignored files, and files over
 // maxFile bytes, which it names) and returns its tree and the bytes it
 // added to the store.
-func (s *shadow) snapshot(maxFile int64) (tree string, skipped []string, written int64, err error) {
+func (s *shadow) snapshot(maxFile int64, racy time.Duration) (tree string, skipped []string, written int64, err error) {
 	s.cache.load()
 	sc := &scan{root: s.root, objs: s.objs, maxFile: maxFile, old: s.cache.entries,
 		next:    make(map[string]cached, len(s.cache.entries)),
-		trusted: time.Now().Add(-racyWindow).UnixNano(), trees: s.trees}
+		trusted: time.Now().Add(-racy).UnixNano(), trees: s.trees}
 	id, _, err := sc.dir("", nil)
 	if err != nil {
 		return "", nil, sc.written, err
