@@ -136,6 +136,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	persistWAL(ctx, db.writer, log)
+	leaveWAL(ctx, db.writer, log)
 
 	db.reader, err = sql.Open("sqlite", dsn(path, url.Values{
 		"_pragma": {busy, "foreign_keys(1)", "query_only(1)"},
@@ -160,8 +161,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // persistWAL keeps the WAL file when the writer, the last connection,
 // closes: the next process's first write then reuses it rather than
 // creating it and syncing the directory (a few milliseconds on a real
-// disk, on the path of an editor's first session/new). The file is
-// checkpointed at close as before. A driver that cannot is no error.
+// disk, on the path of an editor's first session/new). leaveWAL keeps
+// its content too. A driver that cannot is no error.
 func persistWAL(ctx context.Context, writer *sql.DB, log *slog.Logger) {
 	type persister interface {
 		FileControlPersistWAL(dbName string, mode int) (int, error)
@@ -243,6 +244,7 @@ func (db *DB) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	db.trimWAL(ctx)
 	errs = append(errs, db.stmts.close(), db.reader.Close(), db.writer.Close())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close database: %w", err)

@@ -3,10 +3,12 @@ package sqlite_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/model"
 	"meka.dev/meka/session"
 	"meka.dev/meka/session/sessiontest"
 )
@@ -35,11 +37,13 @@ func TestSessionStore(t *testing.T) {
 	})
 }
 
-// Closing keeps the WAL file, checkpointed: the next process's first
-// write reuses it instead of creating it (and syncing the directory) on
-// the path of its first session.
+// Closing keeps the WAL file and what it holds, not checkpointed (no
+// fsync at exit): the next process's first write appends to it instead of
+// restarting it (and syncing its header and the directory) on the path of
+// its first session, and the next opener reads the commits from it.
 func TestWALFileKept(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "meka.db")
+	var walSize int64
 	for i := range 2 {
 		db, err := sqlite.Open(t.Context(), path, sqlite.Options{})
 		if err != nil {
@@ -51,9 +55,15 @@ func TestWALFileKept(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(path + "-wal"); err != nil {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
 			t.Fatalf("close %d: %v", i, err)
 		}
+		// Each process's commits are appended to the last one's.
+		if fi.Size() <= walSize {
+			t.Fatalf("close %d: WAL of %d bytes after %d: checkpointed at close", i, fi.Size(), walSize)
+		}
+		walSize = fi.Size()
 	}
 	db := open(t, path, sqlite.Options{})
 	if list, err := db.Sessions().List(t.Context(), session.ListOptions{}); err != nil || len(list.Sessions) != 2 {
@@ -120,5 +130,41 @@ func TestLoginsKeepHashesAndPruneExpired(t *testing.T) {
 	}
 	if _, ok, _ := l.LoginExpiry(ctx, live); ok {
 		t.Fatal("a deleted login is still there")
+	}
+}
+
+// A WAL grown past a megabyte is checkpointed and truncated at close, so
+// that the next opener does not read it all to rebuild its index; what it
+// held is in the database file.
+func TestWALTrimmedAtClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meka.db")
+	db, err := sqlite.Open(t.Context(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := db.Sessions().Create(t.Context(), session.Meta{Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 64<<10)
+	for i := range 24 {
+		row := session.Row{Turn: int64(i + 1), Entry: session.UserMessage{Parts: model.Parts{model.Text{Text: big}}}}
+		if _, err := db.Sessions().Append(t.Context(), m.ID, []session.Row{row}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() <= 1<<20 {
+		t.Fatalf("WAL before close: %v %v", fi.Size(), err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() != 0 {
+		t.Fatalf("WAL after close: %d bytes, %v", fi.Size(), err)
+	}
+	db = open(t, path, sqlite.Options{})
+	rows, err := db.Sessions().Rows(t.Context(), m.ID, 0)
+	if err != nil || len(rows) != 24 {
+		t.Fatalf("rows after reopening: %d %v", len(rows), err)
 	}
 }
