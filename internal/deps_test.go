@@ -39,6 +39,13 @@ var allowed = map[string][]string{
 	"internal/storerec/feedtest": {"internal/storerec"},
 	// Tests only: skip for a missing tool, or fail under CI.
 	"internal/testenv": {},
+	// The release's SBOM of a binary, from its build info; and its
+	// command, which .goreleaser.yaml runs.
+	"internal/sbom": {},
+	"cmd/meka-sbom": {"internal/sbom"},
+	// Tests only: the release files (.goreleaser.yaml, Dockerfile, the
+	// distribution manifests) checked against each other and the binary.
+	"internal/release": {},
 	// L1
 	"session":             {"model"},
 	"session/sessiontest": {"session", "model"},
