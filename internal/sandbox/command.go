@@ -156,6 +156,8 @@ type probe struct {
 	// namespaces reports whether the helper can run in new user (unless
 	// root), mount, PID and network namespaces.
 	namespaces func() error
+	// off, when set, is why no backend may be used (Unavailable).
+	off string
 }
 
 // The probes run once per process: what the machine offers does not
@@ -166,6 +168,9 @@ var (
 	bwrapWorks      = sync.OnceValues(func() (string, error) { return probes.Load().bwrap(lookBwrap, probeBwrap) })
 	namespacesWork  = sync.OnceValue(func() error { return probes.Load().namespaces(probeNamespaces) })
 	hostProbeCached = sync.OnceValue(func() probe {
+		if why := forced.Load(); why != nil {
+			return forcedProbe(*why)
+		}
 		return probe{landlockABI: landlockABI, bwrap: bwrapWorks, executable: os.Executable, namespaces: namespacesWork}
 	})
 )
@@ -199,6 +204,10 @@ var warmOnce sync.Once
 // guarantees works out what backend can promise here.
 func (p probe) guarantees(backend string) Guarantees {
 	g := Guarantees{Backend: backend}
+	if p.off != "" {
+		g.Missing = append(g.Missing, p.off)
+		return g
+	}
 	abi := p.landlockABI()
 	_, exeErr := p.executable()
 	landlock := abi >= 1 && exeErr == nil
