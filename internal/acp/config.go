@@ -147,8 +147,36 @@ func (s *server) level(id string) (permission.Level, error) {
 	return l, nil
 }
 
+// bypassMode is the mode clients written for Claude Code set to allow
+// everything without asking (Harbor's permission_mode allow may be one).
+// meka takes it as the highest confined level enabled with approvals off:
+// nothing is asked and nothing runs unconfined. Only unrestricted, chosen
+// by name, runs commands unconfined.
+const bypassMode = "bypassPermissions"
+
+// bypassLevel is the level bypassMode stands for.
+func (s *server) bypassLevel() (permission.Level, error) {
+	for _, l := range []permission.Level{permission.Workspace, permission.Read} {
+		if slices.Contains(s.opts.Levels, l) {
+			return l, nil
+		}
+	}
+	return 0, invalidParams("%s needs the workspace or read level enabled", bypassMode)
+}
+
+// modeLevel parses a mode id, bypassMode included, and reports whether it
+// was bypassMode.
+func (s *server) modeLevel(id string) (permission.Level, bool, error) {
+	if id == bypassMode {
+		l, err := s.bypassLevel()
+		return l, true, err
+	}
+	l, err := s.level(id)
+	return l, false, err
+}
+
 func (s *server) setMode(ctx context.Context, p *SetSessionModeRequest) (struct{}, error) {
-	l, err := s.level(p.ModeID)
+	l, bypass, err := s.modeLevel(p.ModeID)
 	if err != nil {
 		return struct{}{}, err
 	}
@@ -161,8 +189,14 @@ func (s *server) setMode(ctx context.Context, p *SetSessionModeRequest) (struct{
 	if err := hs.SetLevel(ctx, l); err != nil {
 		return struct{}{}, s.sessionError("set mode", e.id, err)
 	}
+	if bypass {
+		if err := hs.SetApprovals(ctx, false); err != nil {
+			return struct{}{}, s.sessionError("set approvals", e.id, err)
+		}
+	}
 	s.notify(s.base, e.id, CurrentModeUpdate{CurrentModeID: l.String()})
 	s.notify(s.base, e.id, ConfigOptionUpdate{ConfigOptions: e.configOptions()})
+	e.confinementNotice(s.base, l)
 	return struct{}{}, nil
 }
 
@@ -184,14 +218,20 @@ func (s *server) setConfigOption(ctx context.Context, p *SetSessionConfigOptionR
 	}
 	switch p.ConfigID {
 	case "permission":
-		l, err := s.level(v)
+		l, bypass, err := s.modeLevel(v)
 		if err != nil {
 			return nil, err
 		}
 		if err := e.session().SetLevel(ctx, l); err != nil {
 			return nil, s.sessionError("set permission", e.id, err)
 		}
+		if bypass {
+			if err := e.session().SetApprovals(ctx, false); err != nil {
+				return nil, s.sessionError("set approvals", e.id, err)
+			}
+		}
 		s.notify(s.base, e.id, CurrentModeUpdate{CurrentModeID: l.String()})
+		e.confinementNotice(s.base, l)
 	case "approvals":
 		if v != "on" && v != "off" {
 			return nil, invalidParams("approvals is on or off, not %q", v)

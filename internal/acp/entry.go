@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"meka.dev/meka/internal/host"
+	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 )
 
@@ -155,6 +156,7 @@ func (e *entry) cancelTurn() {
 func (e *entry) announce(ctx context.Context, titled bool) {
 	hs := e.session()
 	e.s.notify(ctx, e.id, AvailableCommandsUpdate{AvailableCommands: commands(hs)})
+	e.confinementNotice(ctx, hs.Level())
 	if !titled {
 		// A new session's skipped skills; a loaded one replays them.
 		for _, n := range hs.StartNotices() {
@@ -171,6 +173,18 @@ func (e *entry) announce(ctx context.Context, titled bool) {
 			e.mu.Unlock()
 			e.s.notify(ctx, e.id, SessionInfoUpdate{Title: &t})
 		}
+	}
+}
+
+// confinementNotice warns, at a level whose commands cannot be confined
+// here, that they are refused, what is missing and what to do.
+func (e *entry) confinementNotice(ctx context.Context, l permission.Level) {
+	if e.s.opts.Confinement == nil {
+		return
+	}
+	if gap := e.s.opts.Confinement(l); gap != "" {
+		e.s.notify(ctx, e.id, e.notice(session.Notice{Severity: session.SeverityWarning,
+			Title: "No confinement here: the " + l.String() + " level refuses shell commands", Description: gap}))
 	}
 }
 

@@ -61,6 +61,11 @@ type Options struct {
 	// Levels are the permission levels sessions may take ([permissions]
 	// enabled); empty means all.
 	Levels []permission.Level
+	// Confinement says, for a session at a level, which guarantees no
+	// confinement backend here can give and what to do, or "" when its
+	// commands run confined (or need no confinement); nil says nothing.
+	// A session told so refuses its commands: the notice says why.
+	Confinement func(permission.Level) string
 	// RelayProviderErrors lets a provider's own error text reach the
 	// client in an InternalError's data, capped.
 	RelayProviderErrors bool
