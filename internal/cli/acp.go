@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"meka.dev/meka/internal/acp"
 	"meka.dev/meka/internal/host"
 	"meka.dev/meka/internal/sandbox"
+	"meka.dev/meka/permission"
 )
 
 func init() { extraCommands = append(extraCommands, newACPCmd) }
@@ -79,6 +81,10 @@ func runACP(ctx context.Context, g *globals, workspace, readable []string) error
 			return nil, openErr
 		}
 		stopSched = a.startScheduler(ctx)
+		// Said once on stderr too, where a harness's logs keep it.
+		if gap := confinementGap(pre.perms.Default, cfg.Permissions.Network); gap != "" {
+			fmt.Fprintf(g.stderr, "meka acp: %s\n", gap)
+		}
 		if err := a.host.AddRoots(workspace, readable); err != nil {
 			openErr = usageError("%v", err)
 			return nil, openErr
@@ -96,6 +102,7 @@ func runACP(ctx context.Context, g *globals, workspace, readable []string) error
 		Vision:              prof.Vision,
 		Levels:              cfg.Permissions.Enabled,
 		RelayProviderErrors: cfg.Serve.RelayProviderErrors,
+		Confinement:         func(l permission.Level) string { return confinementGap(l, cfg.Permissions.Network) },
 		IdleTimeout:         cfg.Serve.IdleTimeout,
 		SweepInterval:       cfg.Serve.IdleSweepInterval,
 		Logger:              g.logger(),

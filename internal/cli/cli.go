@@ -77,12 +77,19 @@ type globals struct {
 	getenv         func(string) string
 	now            func() time.Time // the wall clock; tests pin it
 	isTerminal     func() bool      // whether stdin is a person; nil: look at stdin
+	// goos is the operating system start-up refusals are decided for;
+	// empty is runtime.GOOS (tests set another).
+	goos string
 }
 
 // Main runs meka with args (without the program name) and returns the
 // process's exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+	if err := g.applySandboxEnv(); err != nil {
+		fmt.Fprintf(stderr, "meka: %v\n", err)
+		return 2
+	}
 	root := newRoot(g)
 	if oneshotFirst(root, args) {
 		promptOnly(root, g)
@@ -142,6 +149,8 @@ Environment:
   MEKA_DATA_DIR                          sessions and jobs (default $XDG_DATA_HOME/meka,
                                          else ~/.local/share/meka)
   MEKA_DATABASE_URL                      a PostgreSQL database instead of the SQLite file there
+  MEKA_SANDBOX=off                       find no confinement backend, as in a container without
+                                         Landlock or user namespaces (read and workspace refuse commands)
   TZ                                     the zone schedules are read in, unless [schedule] timezone
   NO_COLOR, MEKA_PLAIN, ACCESSIBLE       the terminal without colour | without the screen (plain lines)
 

@@ -134,6 +134,9 @@ func (g *globals) prepare() (*prepared, error) {
 	if err := g.checkWorkspaceHome(perms.Default); err != nil {
 		return nil, err
 	}
+	if err := g.refuseUnconfinable(perms.Default); err != nil {
+		return nil, err
+	}
 	return &prepared{cfg: cfg, perms: perms}, nil
 }
 
