@@ -26,6 +26,9 @@ var (
 // mekaBinary builds cmd/meka once per test run.
 func mekaBinary(t testing.TB) string {
 	t.Helper()
+	if p := os.Getenv(envE2EBinary); p != "" {
+		return p // built by the run that started this one
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "meka-e2e-")
 		if err != nil {
