@@ -179,8 +179,8 @@ func (o Options) Check(ctx context.Context, dir string) (branch, base string, er
 // Run runs task as n candidates at once, each in worktree best-of-ID-K of
 // the repository dir is in, waits for all of them, commits what each left
 // uncommitted on its branch, and reads each one's diff, tests and summary.
-// A candidate's failure is recorded in the result; the error is for a
-// run that could not start (Check's refusals, a worktree git would not
+// A candidate's failure, or one to commit or read its work, is recorded
+// in the result; the error is for a run that could not start (Check's refusals, a worktree git would not
 // create), with the worktrees made so far removed.
 func Run(ctx context.Context, o Options, dir, task string, n int) (*Result, error) {
 	if err := CheckN(n); err != nil {
@@ -248,8 +248,11 @@ func Run(ctx context.Context, o Options, dir, task string, n int) (*Result, erro
 	// work done so far is kept on the branches.
 	ctx = context.WithoutCancel(ctx)
 	for i := range res.Candidates {
-		if err := o.collect(ctx, res, &res.Candidates[i], outcomes[i]); err != nil {
-			return res, err
+		c := &res.Candidates[i]
+		if err := o.collect(ctx, res, c, outcomes[i]); err != nil {
+			// What the agent left (a rebase under way, a lock) is this
+			// candidate's problem, not the run's.
+			c.Status, c.Error = StatusFailed, err.Error()
 		}
 	}
 	return res, nil

@@ -300,3 +300,41 @@ func TestIsTestCommand(t *testing.T) {
 		}
 	}
 }
+
+// A candidate whose work cannot be committed (it left git's index
+// locked) is reported failed with git's reason; the run goes on.
+func TestCandidateLeftLock(t *testing.T) {
+	ctx := context.Background()
+	r := repo(t)
+	o := bestof.Options{
+		Worktrees: worktree.Options{Dir: filepath.Join(t.TempDir(), "wt")},
+		Log:       &fakeLog{rows: map[string][]session.Row{}},
+		Runner: func(ctx context.Context, dir, task string) bestof.Outcome {
+			os.WriteFile(filepath.Join(dir, "f.txt"), []byte("f\n"), 0o644)
+			if candidateOf(dir) == 2 {
+				out, err := exec.Command("git", "-C", dir, "rev-parse", "--git-path", "index.lock").Output()
+				if err != nil {
+					return bestof.Outcome{Err: err}
+				}
+				p := strings.TrimSpace(string(out))
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(dir, p)
+				}
+				os.WriteFile(p, nil, 0o644)
+			}
+			return bestof.Outcome{}
+		},
+	}
+	res, err := bestof.Run(ctx, o, r, "task", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := res.Candidate(1)
+	c2, _ := res.Candidate(2)
+	if c1.Status != bestof.StatusOK || !c1.Changed() {
+		t.Fatalf("candidate 1 %+v", c1)
+	}
+	if c2.Status != bestof.StatusFailed || !strings.Contains(c2.Error, "index.lock") {
+		t.Fatalf("candidate 2 %+v", c2)
+	}
+}

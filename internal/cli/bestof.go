@@ -151,7 +151,7 @@ func (g *globals) runBestOf(ctx context.Context, n int, task string, fl bestOfFl
 		if k > 0 {
 			failure = g.keepCandidate(ctx, o, res, k, fl)
 		} else if failure == nil && !fl.json {
-			fmt.Fprintf(out, "Nothing merged; every worktree is kept: git merge BRANCH brings one in, meka worktrees remove NAME removes one.\n")
+			fmt.Fprintf(out, "\nNothing merged; every worktree is kept: git merge BRANCH brings one in, meka worktrees remove NAME removes one.\n")
 		}
 	}
 	if fl.json {
@@ -181,7 +181,7 @@ func (g *globals) keepCandidate(ctx context.Context, o bestof.Options, res *best
 		if into == "" {
 			into = "HEAD"
 		}
-		fmt.Fprintf(out, "Candidate %d (%s) is in %s, now at %s.\n", k, fl.mode, into, shortSessionID(res.MergedHead))
+		fmt.Fprintf(out, "\nCandidate %d (%s) is in %s, now at %s.\n", k, fl.mode, into, shortSessionID(res.MergedHead))
 		if len(res.Removed) > 0 {
 			fmt.Fprintf(out, "Removed worktrees and branches: %s.\n", strings.Join(res.Removed, ", "))
 		}
