@@ -136,8 +136,14 @@ func (r *Result) Candidate(k int) (*Candidate, bool) {
 // to do.
 var ErrRefused = errors.New("best-of refused")
 
+// refusal says what to do in its own words, and is ErrRefused.
+type refusal struct{ msg string }
+
+func (r *refusal) Error() string        { return r.msg }
+func (r *refusal) Is(target error) bool { return target == ErrRefused }
+
 func refuse(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
+	return &refusal{msg: fmt.Sprintf(format, args...)}
 }
 
 // CheckN refuses a candidate count outside 2..MaxN.
