@@ -145,7 +145,6 @@ type scan struct {
 	old     map[string]cached
 	next    map[string]cached
 	trusted int64 // unix ns: stat times before this are cached
-	trees   map[oid]bool
 	skipped []string // slash-separated, relative to root
 	written int64    // bytes of new objects
 	dirty   bool     // next differs from old
@@ -222,16 +221,13 @@ func (sc *scan) dir(rel string, ign ignoreStack) (oid, bool, error) {
 	if len(es) == 0 && rel != "" {
 		return oid{}, false, nil
 	}
-	body := encodeTree(es)
-	id := hashObject("tree", body)
-	if !sc.trees[id] {
-		_, n, err := sc.objs.write("tree", body)
-		if err != nil {
-			return oid{}, false, err
-		}
-		sc.written += n
-		sc.trees[id] = true
+	// Written unless there: a tree's existence is checked each time, as
+	// pruning (in another process too) may have removed it since.
+	id, n, err := sc.objs.write("tree", encodeTree(es))
+	if err != nil {
+		return oid{}, false, err
 	}
+	sc.written += n
 	return id, true, nil
 }
 

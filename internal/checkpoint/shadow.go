@@ -24,9 +24,7 @@ type shadow struct {
 	dir  string // the git directory
 	root string // the work tree
 	objs objects
-	// cache and trees are read and written under the Store's mutex.
-	cache statCache
-	trees map[oid]bool // trees known to be in the store
+	cache statCache // read and written under the Store's mutex
 }
 
 func shadowDir(base, root string) string {
@@ -37,7 +35,7 @@ func shadowDir(base, root string) string {
 func newShadow(git, base, root string) *shadow {
 	dir := shadowDir(base, root)
 	return &shadow{git: git, dir: dir, root: root, objs: objects{dir: filepath.Join(dir, "objects")},
-		cache: statCache{path: filepath.Join(dir, "meka-stat")}, trees: map[oid]bool{}}
+		cache: statCache{path: filepath.Join(dir, "meka-stat")}}
 }
 
 // init creates the store, or converts an older meka's packs.
@@ -135,7 +133,7 @@ func (s *shadow) snapshot(maxFile int64, racy time.Duration) (tree string, skipp
 	s.cache.load()
 	sc := &scan{root: s.root, objs: s.objs, maxFile: maxFile, old: s.cache.entries,
 		next:    make(map[string]cached, len(s.cache.entries)),
-		trusted: time.Now().Add(-racy).UnixNano(), trees: s.trees}
+		trusted: time.Now().Add(-racy).UnixNano()}
 	id, _, err := sc.dir("", nil)
 	if err != nil {
 		return "", nil, sc.written, err
@@ -200,8 +198,6 @@ func (s *shadow) prune(kept []string) (int64, error) {
 	for _, c := range s.cache.entries {
 		keep[c.id] = true
 	}
-	// Trees known to be in the store may be gone now.
-	clear(s.trees)
 	return s.objs.sweep(keep)
 }
 
