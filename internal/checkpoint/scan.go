@@ -144,7 +144,7 @@ type scan struct {
 	maxFile int64
 	old     map[string]cached
 	next    map[string]cached
-	trusted int64 // unix ns: stat times before this are cached
+	trusted int64    // unix ns: stat times before this are cached
 	skipped []string // slash-separated, relative to root
 	written int64    // bytes of new objects
 	dirty   bool     // next differs from old

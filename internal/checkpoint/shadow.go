@@ -20,10 +20,10 @@ import (
 // so no git process runs on a turn's path; the layout stays git's, so
 // `git --git-dir` can inspect it.
 type shadow struct {
-	git  string // converts an older meka's packs, once
-	dir  string // the git directory
-	root string // the work tree
-	objs objects
+	git   string // converts an older meka's packs, once
+	dir   string // the git directory
+	root  string // the work tree
+	objs  objects
 	cache statCache // read and written under the Store's mutex
 }
 
