@@ -147,7 +147,7 @@ type scan struct {
 	trusted int64    // unix ns: stat times before this are cached
 	skipped []string // slash-separated, relative to root
 	written int64    // bytes of new objects
-	dirty   bool     // next differs from old
+	dirty   bool     // next has entries old lacks or has otherwise
 }
 
 // worktreesDir holds meka's own worktrees inside a root: other sessions'
@@ -283,7 +283,7 @@ func (sc *scan) file(rel, abs string, key statKey) (oid, bool, error) {
 	sc.written += n
 	if key.mtime < sc.trusted && key.ctime < sc.trusted {
 		sc.next[rel] = cached{statKey: key, id: id}
+		sc.dirty = true
 	}
-	sc.dirty = true
 	return id, true, nil
 }
