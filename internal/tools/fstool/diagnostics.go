@@ -163,7 +163,7 @@ func (t *DiagnosticsTool) Run(ctx context.Context, call tool.Call) (tool.Result,
 	}
 	text := got.Text
 	if text == "" {
-		text = "Diagnostics: none were reported for " + disp + "."
+		text = "Diagnostics: no language server reported on " + disp + " (its server was stopped earlier, as a notice said, or the session's level cannot run it confined)."
 	}
 	r := tool.Text(text)
 	r.Notice = got.Notice
