@@ -133,7 +133,11 @@ type feedFrame struct{ id, typ, turnID string }
 // frames on a channel until the stream ends.
 func (s *served) events(t testing.TB, ctx context.Context, sessionID, lastID string) <-chan feedFrame {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/v1/sessions/"+sessionID+"/events", nil)
+	path := "/v1/events" // every session's, for an empty sessionID
+	if sessionID != "" {
+		path = "/v1/sessions/" + sessionID + "/events"
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.url+path, nil)
 	req.Header.Set("Authorization", "Bearer "+s.token)
 	req.Header.Set("Last-Event-ID", lastID)
 	res, err := http.DefaultClient.Do(req)

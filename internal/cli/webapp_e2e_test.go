@@ -39,8 +39,9 @@ func chromium(t testing.TB) context.Context {
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900),
 	}
-	// A bound on a hung browser, not a speed check.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A bound on a hung browser, not a speed check (a test of several
+	// views on a busy machine takes minutes).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(acancel)

@@ -2,42 +2,22 @@
 // modules, no build step. Everything that comes from the model, tools or
 // the API is put in the page as text (textContent), never parsed as HTML.
 
-import { h, clear, fmtTime, fmtTokens, statusOf } from "./dom.js";
-import { Transcript } from "./transcript.js";
+import { h, clear, fmtTime, fmtTokens, fmtCost, statusOf } from "./dom.js";
+import { api, whenSignedOut } from "./api.js";
+import { openSession } from "./session.js";
+import { inboxView, scheduleView, tasksView } from "./views.js";
 
 const state = {
   sessions: [],
-  filter: "",
-  current: null, // the open session's record
-  feed: null, // the open session's EventSource
-  usage: new Map(), // session id → {input, output, cost} summed from turn.completed
+  dir: "", // the list's directory filter
+  project: "", // and project filter
+  current: null, // the open session's id
+  feed: null, // the tab's one EventSource
+  reload: null, // redraws the open cross-session view
 };
 
 const main = document.getElementById("main");
 const conn = document.getElementById("conn");
-
-// api calls the API with the session cookie; a 401 means signed out.
-async function api(method, path, body) {
-  const init = { method, credentials: "same-origin", headers: {} };
-  if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(path, init);
-  if (res.status === 401) {
-    signedOut("Your browser session has ended.");
-    throw new Error("signed out");
-  }
-  const text = await res.text();
-  const data = text ? JSON.parse(text) : null;
-  if (!res.ok) {
-    const err = new Error((data && (data.detail || data.title)) || res.statusText);
-    err.status = res.status;
-    err.code = data && data.code;
-    throw err;
-  }
-  return data;
-}
 
 function signedOut(why) {
   closeFeed();
@@ -48,6 +28,7 @@ function signedOut(why) {
       h("p", {}, why),
       h("p", {}, "Run ", h("code", {}, "meka serve url"), " on the machine running meka serve and open the link it prints. Each link works once, for ten minutes.")));
 }
+whenSignedOut(signedOut);
 
 // login spends a link's code (in the URL fragment, which no server sees)
 // for the session cookie, then drops it from the address bar.
@@ -72,8 +53,8 @@ async function login() {
 async function loadSessions() {
   const out = [];
   let cursor = "";
-  for (let page = 0; page < 20; page++) { // bounded: 20 pages of 100
-    const q = new URLSearchParams({ limit: "100" });
+  for (let page = 0; page < 20; page++) { // bounded: 20 pages of 200
+    const q = new URLSearchParams({ limit: "200" });
     if (cursor) q.set("cursor", cursor);
     const data = await api("GET", "/v1/sessions?" + q);
     out.push(...data.items);
@@ -84,41 +65,63 @@ async function loadSessions() {
   renderList();
 }
 
+// titles maps session ids to titles, for the views across sessions.
+function titles() {
+  return new Map(state.sessions.map((s) => [s.id, s.title || "(untitled)"]));
+}
+
+function fillFilter(sel, values, all, keep) {
+  clear(sel);
+  sel.append(h("option", { value: "" }, all), ...values.map((d) => h("option", { value: d }, d)));
+  sel.value = values.includes(keep) ? keep : "";
+  return sel.value;
+}
+
 function renderList() {
   const list = document.getElementById("sessions");
   if (!list) return;
   const dirs = [...new Set(state.sessions.map((s) => s.cwd))].sort();
-  const sel = document.getElementById("filter");
-  const keep = sel.value;
-  clear(sel);
-  sel.append(h("option", { value: "" }, "All directories"), ...dirs.map((d) => h("option", { value: d }, d)));
-  sel.value = dirs.includes(keep) ? keep : "";
-  state.filter = sel.value;
-  clear(list);
-  const shown = state.sessions.filter((s) => !state.filter || s.cwd === state.filter);
-  if (shown.length === 0) list.append(h("li", { class: "empty" }, "No sessions yet."));
+  const projects = [...new Set(state.sessions.map((s) => s.project).filter(Boolean))].sort();
+  state.dir = fillFilter(document.getElementById("filter"), dirs, "All directories", state.dir);
+  state.project = fillFilter(document.getElementById("project-filter"), projects, "All projects", state.project);
+  document.getElementById("project-filter").hidden = projects.length === 0;
+  const shown = state.sessions.filter((s) => (!state.dir || s.cwd === state.dir) && (!state.project || s.project === state.project));
+  const frag = document.createDocumentFragment();
+  if (shown.length === 0) frag.append(h("li", { class: "empty" }, "No sessions yet."));
+  let waiting = 0;
+  for (const s of state.sessions) waiting += (s.state.pending_approvals || 0) + (s.state.pending_elicitations || 0);
   for (const s of shown) {
     const st = statusOf(s);
-    const done = (s.checklist || []).filter((i) => i.status === "completed").length;
-    const total = (s.checklist || []).length;
-    const u = state.usage.get(s.id);
-    list.append(h("li", {},
-      h("a", { href: "#s/" + encodeURIComponent(s.id), class: "session" + (state.current && state.current.id === s.id ? " current" : ""), "data-id": s.id },
+    const p = s.checklist_progress;
+    const u = s.usage;
+    frag.append(h("li", {},
+      h("a", { href: "#s/" + encodeURIComponent(s.id), class: "session" + (state.current === s.id ? " current" : ""), "data-id": s.id },
         h("span", { class: "title" }, s.title || "(untitled)"),
         h("span", { class: "status " + st.replace(/ /g, "-") }, st),
-        h("span", { class: "dir" }, s.cwd),
+        h("span", { class: "dir" }, s.cwd, s.project ? " · " + s.project : ""),
         h("span", { class: "meta" },
           "active " + fmtTime(s.updated_at),
-          total ? ` · checklist ${done}/${total}` : "",
-          u ? ` · ${fmtTokens(u.input + u.output)} tokens` + (u.cost ? ` · $${u.cost.toFixed(2)}` : "") : ""))));
+          p && p.total ? h("span", { class: "progress" }, ` · checklist ${p.completed}/${p.total}`) : "",
+          u ? h("span", { class: "usage" }, ` · ${fmtTokens(u.input_tokens + u.output_tokens)} tokens` + fmtCost(u.cost)) : ""))));
   }
+  clear(list);
+  list.append(frag);
+  const badge = document.getElementById("inbox-count");
+  if (badge) badge.textContent = waiting ? String(waiting) : "";
 }
 
 function listView() {
+  const onFilter = () => {
+    state.dir = document.getElementById("filter").value;
+    state.project = document.getElementById("project-filter").value;
+    renderList();
+  };
   return h("section", { id: "list", class: "pane" },
-    h("div", { class: "bar" },
-      h("label", { for: "filter" }, "Directory"),
-      h("select", { id: "filter", onchange: (e) => { state.filter = e.target.value; renderList(); } })),
+    h("div", { class: "bar filters" },
+      h("label", { for: "filter", class: "sr" }, "Directory"),
+      h("select", { id: "filter", onchange: onFilter }),
+      h("label", { for: "project-filter", class: "sr" }, "Project"),
+      h("select", { id: "project-filter", onchange: onFilter })),
     h("ul", { id: "sessions" }),
     newSessionForm());
 }
@@ -152,237 +155,85 @@ function newSessionForm() {
   return form;
 }
 
-// --- one session ------------------------------------------------------------
+// --- routing ----------------------------------------------------------------
 
 // A tab holds one stream at a time (browsers allow six HTTP/1.1
 // connections to a server across all tabs): the open session's feed, or
-// else the list's.
+// else every session's.
 function closeFeed() {
   if (state.feed) state.feed.close();
   state.feed = null;
   clearInterval(state.poll);
 }
 
-async function openSession(id) {
+function setFeed(es) {
   closeFeed();
-  const view = document.getElementById("session");
-  clear(view);
-  let rec;
-  try {
-    rec = await api("GET", "/v1/sessions/" + encodeURIComponent(id));
-  } catch (err) {
-    view.append(h("p", { class: "error" }, err.message));
-    return;
-  }
-  state.current = rec;
-  document.body.classList.add("reading");
-  renderList();
-  const t = new Transcript();
-  const plan = h("ol", { id: "plan" });
-  const approvals = h("div", { id: "approvals", "aria-live": "polite" });
-  const text = h("textarea", { id: "prompt", rows: 3, placeholder: "Message… (Ctrl+Enter sends)", "aria-label": "Message" });
-  const send = h("button", { id: "send", type: "submit" }, "Send");
-  const cancel = h("button", { id: "cancel", type: "button", class: "danger", hidden: true }, "Cancel turn");
-  const err = h("p", { class: "error", role: "alert" });
-  const usage = h("span", { id: "usage" });
-  const composer = h("form", { id: "composer" }, text, h("div", { class: "row" }, send, cancel), err);
-  view.append(
-    h("div", { class: "bar" },
-      h("a", { href: "#", class: "back" }, "‹ Sessions"),
-      h("h2", { id: "title" }, rec.title || "(untitled)"),
-      h("span", { id: "status", class: "status" }), usage),
-    h("p", { class: "dir" }, rec.cwd, " · ", rec.profile, " · ", rec.permission),
-    approvals,
-    h("details", { id: "plan-panel", open: true }, h("summary", {}, "Checklist"), plan),
-    h("details", { id: "jobs-panel", hidden: true }, h("summary", {}, "Schedule"), h("ul", { id: "jobs" })),
-    t.el,
-    composer);
-
-  const setStatus = () => {
-    const st = statusOf(rec);
-    const el = document.getElementById("status");
-    el.textContent = st;
-    el.className = "status " + st.replace(/ /g, "-");
-    cancel.hidden = rec.state.status !== "running";
-    send.textContent = rec.state.status === "running" ? "Steer" : "Send";
-  };
-  const setPlan = (items) => {
-    clear(plan);
-    for (const i of items || []) {
-      plan.append(h("li", { class: "item " + i.status }, h("span", { class: "mark" }, mark(i.status)), " ", i.text, i.reason ? h("span", { class: "reason" }, " (" + i.reason + ")") : ""));
-    }
-    document.getElementById("plan-panel").hidden = !items || items.length === 0;
-  };
-  setStatus();
-  setPlan(rec.checklist);
-
-  // The session's scheduled jobs: when each fires next, why one is
-  // withheld or parked, and a cancel.
-  const loadJobs = async () => {
-    let data;
-    try { data = await api("GET", `/v1/sessions/${encodeURIComponent(id)}/schedule`); } catch { return; }
-    const ul = document.getElementById("jobs");
-    if (!ul) return;
-    clear(ul);
-    for (const j of data.items || []) {
-      const li = h("li", { class: "job", "data-job": j.id },
-        h("span", { class: "prompt" }, j.prompt), " · next " + (j.next_fire_local || j.next_fire_at),
-        j.withheld ? h("span", { class: "reason" }, " · " + j.withheld) : "",
-        j.parked ? h("span", { class: "reason" }, " · held: " + j.parked.reason) : "",
-        " ", h("button", {
-          type: "button", class: "danger",
-          onclick: async () => {
-            try { await api("DELETE", "/v1/schedule/" + encodeURIComponent(j.id)); } catch (e) { if (e.status !== 404) { err.textContent = e.message; return; } }
-            loadJobs();
-          },
-        }, "Cancel job"));
-      ul.append(li);
-    }
-    document.getElementById("jobs-panel").hidden = ul.childElementCount === 0;
-    document.getElementById("jobs-panel").open = ul.childElementCount > 0;
-  };
-  loadJobs();
-
-  const addApproval = (d) => {
-    if (document.getElementById("ap-" + d.approval_id)) return;
-    const card = h("div", { class: "card approval", id: "ap-" + d.approval_id },
-      h("p", {}, h("strong", {}, "Approve? "), d.title || d.tool),
-      d.input !== undefined ? h("pre", {}, JSON.stringify(d.input, null, 2)) : "",
-      h("div", { class: "row" }, ...(d.options || ["allow", "deny"]).map((o) =>
-        h("button", {
-          type: "button", class: o.startsWith("deny") ? "danger" : "",
-          onclick: async () => {
-            try { await api("POST", `/v1/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(d.approval_id)}`, { decision: o }); } catch (e) { if (e.status !== 409 && e.status !== 404) err.textContent = e.message; }
-            card.remove();
-          },
-        }, o.replace("_", " ")))));
-    approvals.append(card);
-  };
-
-  // The feed from its start: durable events replay, deltas stream live.
-  // EventSource reconnects by itself, sending Last-Event-ID.
-  const es = new EventSource(`/v1/sessions/${encodeURIComponent(id)}/events?after=0`);
   state.feed = es;
   // Other sessions' changes, without a second stream.
   state.poll = setInterval(() => loadSessions().catch(() => {}), 15000);
-  es.onopen = () => { conn.textContent = ""; };
-  es.onerror = () => { conn.textContent = es.readyState === EventSource.CLOSED ? "disconnected" : "reconnecting…"; };
-  const on = (type, fn) => es.addEventListener(type, (ev) => {
-    let env;
-    try { env = JSON.parse(ev.data); } catch { return; }
-    fn(env.data || {}, env);
-  });
-  on("message.delta", (d) => t.delta(d.row, d.text, "assistant"));
-  on("thought.delta", (d) => t.delta("t" + d.row, d.text, "thought"));
-  on("message.created", (d) => t.message(d));
-  on("tool.started", (d) => t.toolStarted(d));
-  on("tool.output", (d) => t.toolOutput(d));
-  on("tool.finished", (d) => t.toolFinished(d));
-  on("notice", (d) => t.notice(d.severity, d.title, d.text));
-  on("hook.finished", (d) => t.notice("info", "hook " + d.event, d.command + " → " + d.decision));
-  on("context.compacted", (d) => t.notice("info", "context compacted", d.status));
-  on("inbox.delivered", () => {});
-  on("checklist.updated", (d) => setPlan(d.items));
-  on("plan.updated", (d) => setPlan(d.items));
-  on("turn.started", (d) => { rec.state.status = "running"; rec.state.turn_id = d.turn_id; setStatus(); });
-  on("turn.completed", (d) => {
-    rec.state.status = "idle"; rec.state.turn_id = ""; setStatus();
-    t.endTurn(d);
-    if (d.usage) {
-      const u = state.usage.get(id) || { input: 0, output: 0, cost: 0 };
-      u.input += d.usage.input_tokens || 0; u.output += d.usage.output_tokens || 0; u.cost += d.usage.cost || 0;
-      state.usage.set(id, u);
-      if (u.input + u.output > 0) usage.textContent = `${fmtTokens(u.input + u.output)} tokens` + (u.cost ? ` · $${u.cost.toFixed(2)}` : "");
-    }
-    if (d.status === "failed" && d.error) t.notice("warning", "turn failed", d.error.title || "");
-  });
-  on("approval.requested", (d) => { addApproval(d); rec.state.pending_approvals++; setStatus(); });
-  on("approval.resolved", (d) => {
-    const c = document.getElementById("ap-" + d.approval_id);
-    if (c) c.remove();
-    rec.state.pending_approvals = Math.max(0, rec.state.pending_approvals - 1); setStatus();
-  });
-  on("session.updated", (d) => {
-    if (d.changed && d.changed.title) document.getElementById("title").textContent = d.changed.title;
-    loadSessions().catch(() => {});
-  });
-  on("feed.reset", () => { t.clear(); });
-  for (const type of ["schedule.created", "schedule.cancelled", "schedule.changed", "schedule.fired"]) on(type, () => loadJobs());
-
-  const submit = async () => {
-    const msg = text.value.trim();
-    if (!msg) return;
-    err.textContent = "";
-    const base = `/v1/sessions/${encodeURIComponent(id)}`;
-    try {
-      if (rec.state.status === "running") {
-        await api("POST", base + "/inbox", { text: msg, start_if_idle: true });
-      } else {
-        const turn = await api("POST", base + "/turns", { input: [{ type: "text", text: msg }] });
-        rec.state.status = "running"; rec.state.turn_id = turn.turn_id; setStatus();
-      }
-      text.value = "";
-    } catch (e) {
-      if (e.code === "turn-in-flight") {
-        await api("POST", base + "/inbox", { text: msg, start_if_idle: true });
-        text.value = "";
-        return;
-      }
-      if (e.code === "held-elsewhere") { rec.state.heldElsewhere = true; setStatus(); }
-      err.textContent = e.message;
-    }
-  };
-  composer.addEventListener("submit", (e) => { e.preventDefault(); submit(); });
-  text.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); submit(); }
-  });
-  cancel.addEventListener("click", async () => {
-    if (!rec.state.turn_id) return;
-    try { await api("POST", `/v1/sessions/${encodeURIComponent(id)}/turns/${encodeURIComponent(rec.state.turn_id)}/cancel`); } catch (e) { err.textContent = e.message; }
-  });
-  // Approvals still open when the page loads (the feed's replay also
-  // names them, resolved or not; the list is the truth).
-  try {
-    const open = await api("GET", `/v1/sessions/${encodeURIComponent(id)}/approvals`);
-    for (const a of open.items || []) addApproval(a);
-  } catch { /* not held here: no approvals */ }
 }
 
-function mark(status) {
-  return { completed: "✓", in_progress: "▸", deferred: "–", pending: "○" }[status] || "○";
-}
+const views = { "#inbox": inboxView, "#schedule": scheduleView, "#tasks": tasksView };
 
-// --- routing ----------------------------------------------------------------
+let generation = 0; // routes started; a slow one finishing late draws nothing
 
 async function route() {
   // A login link followed in a tab already showing the app changes only
   // the fragment: spend its code here too.
   if (new URLSearchParams(location.hash.slice(1)).has("code") && !(await login())) return;
+  const gen = ++generation;
+  const view = document.getElementById("session");
+  closeFeed();
+  state.reload = null;
+  clear(view);
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.getAttribute("href") === (location.hash || "#"));
   const m = location.hash.match(/^#s\/(.+)$/);
   if (m) {
-    openSession(decodeURIComponent(m[1]));
-  } else {
-    closeFeed();
-    state.feed = watchAll();
-    state.current = null;
-    document.body.classList.remove("reading");
-    clear(document.getElementById("session"));
-    document.getElementById("session").append(h("p", { class: "hint" }, "Pick a session, or start one."));
-    loadSessions().catch(() => {});
+    state.current = decodeURIComponent(m[1]);
+    document.body.classList.add("reading");
+    renderList();
+    // Its own box: a route taken while this one loads detaches it, so a
+    // late answer draws nowhere.
+    const box = h("div", { class: "session-view" });
+    view.append(box);
+    await openSession(box, state.current, {
+      feed: (es) => { if (gen === generation) setFeed(es); else es.close(); },
+      refresh: () => loadSessions().catch(() => {}),
+      conn: (s) => { conn.textContent = s; },
+    });
+    return;
   }
+  state.current = null;
+  const v = views[location.hash];
+  document.body.classList.toggle("reading", !!v);
+  if (v) {
+    state.reload = v(view, titles());
+  } else {
+    view.append(h("p", { class: "hint" }, "Pick a session, or start one."));
+  }
+  setFeed(watchAll());
+  loadSessions().catch(() => {});
 }
 
-// The list follows every session's durable events, refreshed at most
-// once a second.
+// The list (and an open view across sessions) follows every session's
+// durable events, redrawn at most once a second.
 function watchAll() {
   let pending = false;
   const es = new EventSource("/v1/events");
   const refresh = () => {
     if (pending) return;
     pending = true;
-    setTimeout(() => { pending = false; loadSessions().catch(() => {}); }, 1000);
+    setTimeout(() => {
+      pending = false;
+      loadSessions().catch(() => {});
+      if (state.reload) state.reload();
+    }, 1000);
   };
-  for (const type of ["session.created", "session.updated", "session.released", "turn.started", "turn.completed", "approval.requested", "approval.resolved", "checklist.updated"]) {
+  es.onopen = () => { conn.textContent = ""; };
+  es.onerror = () => { conn.textContent = es.readyState === EventSource.CLOSED ? "disconnected" : "reconnecting…"; };
+  for (const type of ["session.created", "session.updated", "session.released", "turn.started", "turn.completed",
+    "approval.requested", "approval.resolved", "elicitation.requested", "elicitation.resolved", "checklist.updated",
+    "schedule.created", "schedule.cancelled", "schedule.changed", "schedule.fired", "task.started", "task.finished", "task.reported"]) {
     es.addEventListener(type, refresh);
   }
   return es;
@@ -392,6 +243,9 @@ async function start() {
   if (!(await login())) return;
   clear(main);
   main.append(listView(), h("section", { id: "session", class: "pane" }));
+  // A session named in the address loads beside the list, not after it.
+  const early = /^#s\//.test(location.hash);
+  if (early) route();
   try {
     await loadSessions();
   } catch (err) {
@@ -400,9 +254,15 @@ async function start() {
   }
   const out = h("button", { type: "button", id: "logout" }, "Sign out");
   out.addEventListener("click", async () => { await fetch("/v1/logout", { method: "POST", credentials: "same-origin" }); signedOut("Signed out."); });
-  document.getElementById("top").append(out);
+  const nav = h("nav", { id: "nav", "aria-label": "Views" },
+    h("a", { href: "#" }, "Sessions"),
+    h("a", { href: "#inbox", id: "inbox-link" }, "Inbox ", h("span", { id: "inbox-count", class: "count" })),
+    h("a", { href: "#schedule" }, "Schedules"),
+    h("a", { href: "#tasks" }, "Tasks"));
+  document.getElementById("top").append(nav, out);
+  renderList();
   window.addEventListener("hashchange", route);
-  route();
+  if (!early) route();
 }
 
 start();

@@ -30,14 +30,21 @@ export function fmtTime(iso) {
 }
 
 export function fmtTokens(n) {
-  return n >= 1000 ? (n / 1000).toFixed(1) + "k" : String(n);
+  return n >= 1e6 ? (n / 1e6).toFixed(1) + "M" : n >= 1000 ? (n / 1000).toFixed(1) + "k" : String(n);
+}
+
+// fmtCost is " · $0.12", or nothing for a model without prices.
+export function fmtCost(c) {
+  if (!c) return "";
+  return " · $" + (c < 0.01 ? c.toFixed(4) : c.toFixed(2));
 }
 
 // statusOf is a record's state in words: idle, running, waiting for
-// approval, or held elsewhere (another meka process holds it).
+// approval (or an MCP server's question), or held elsewhere (another meka
+// process holds it).
 export function statusOf(rec) {
   if (rec.state.heldElsewhere) return "held elsewhere";
-  if (rec.state.pending_approvals > 0) return "waiting for approval";
+  if (rec.state.pending_approvals > 0 || rec.state.pending_elicitations > 0) return "waiting for approval";
   if (rec.state.status === "running") return "running";
   return "idle";
 }

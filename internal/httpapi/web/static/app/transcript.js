@@ -8,10 +8,13 @@ export class Transcript {
     this.el = h("ol", { id: "transcript", "aria-live": "polite", "aria-label": "Transcript" });
     this.live = new Map(); // delta key → element being streamed into
     this.tools = new Map(); // call id → tool card
-    // Entries wait here and join the page together: appending one at a
-    // time, each measured for scrolling, makes a long replay quadratic.
+    // Entries wait here and join the page together, once a frame:
+    // appending one at a time, each measured for scrolling, makes a long
+    // transcript quadratic. While batching (a history drawn at once) the
+    // caller flushes.
     this.pending = document.createDocumentFragment();
-    this.timer = 0;
+    this.scheduled = false;
+    this.batching = false;
   }
 
   clear() {
@@ -23,13 +26,23 @@ export class Transcript {
 
   add(node) {
     this.pending.append(node);
-    if (!this.timer) this.timer = setTimeout(() => this.flush(), 16);
+    if (!this.batching && !this.scheduled) {
+      this.scheduled = true;
+      // A hidden tab runs no animation frames: the timer draws it anyway.
+      const run = () => { if (this.scheduled) this.flush(); };
+      requestAnimationFrame(run);
+      setTimeout(run, 100);
+    }
     return node;
   }
 
+  // flush puts the waiting entries in the page, in one append, keeping
+  // the view at the bottom when it was there.
   flush() {
-    this.timer = 0;
-    const stick = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 40;
+    this.scheduled = false;
+    if (!this.pending.firstChild) return;
+    const first = !this.el.firstChild;
+    const stick = first || this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 40;
     this.el.append(this.pending);
     if (stick) this.el.scrollTop = this.el.scrollHeight;
   }
@@ -62,22 +75,35 @@ export class Transcript {
     }
   }
 
+  // A tool card shows its summary line; its input and output are built
+  // when it is first opened, so a long transcript costs one line a call.
   toolStarted(d) {
     const status = h("span", { class: "tstatus" }, "running");
-    const out = h("pre", { class: "output" });
-    const card = h("li", { class: "tool" },
-      h("details", {},
-        h("summary", {}, h("span", { class: "tname" }, d.tool), " ", d.title || primary(d.input), " ", status),
-        h("h3", {}, "Input"),
-        h("pre", { class: "input" }, typeof d.input === "string" ? d.input : JSON.stringify(d.input, null, 2)),
-        h("h3", {}, "Output"), out));
-    this.tools.set(d.call_id, { card, status, out });
+    const details = h("details", {},
+      h("summary", {}, h("span", { class: "tname" }, d.tool), " ", d.title || primary(d.input), " ", status));
+    const card = h("li", { class: "tool" }, details);
+    const t = { card, details, status, input: d.input, text: "", out: null };
+    details.addEventListener("toggle", () => { if (details.open) this.fill(t); });
+    this.tools.set(d.call_id, t);
     this.add(card);
+  }
+
+  // fill builds an opened card's input and output.
+  fill(t) {
+    if (t.out) return;
+    t.out = h("pre", { class: "output" }, t.text);
+    const input = typeof t.input === "string" ? t.input : JSON.stringify(t.input, null, 2);
+    t.details.insertBefore(h("h3", {}, "Input"), t.details.children[1] || null);
+    t.details.insertBefore(h("pre", { class: "input" }, input), t.details.children[2] || null);
+    t.details.insertBefore(h("h3", {}, "Output"), t.details.children[3] || null);
+    t.details.insertBefore(t.out, t.details.children[4] || null);
   }
 
   toolOutput(d) {
     const t = this.tools.get(d.call_id);
-    if (t) t.out.append(document.createTextNode(d.chunk || ""));
+    if (!t) return;
+    t.text += d.chunk || "";
+    if (t.out) t.out.append(document.createTextNode(d.chunk || ""));
   }
 
   toolFinished(d) {
@@ -88,15 +114,17 @@ export class Transcript {
     }
     t.status.textContent = d.status;
     t.card.classList.add(d.status);
-    t.out.textContent = (d.result || "") + (d.truncated ? "\n… (cut)" : "");
+    t.text = (d.result || "") + (d.truncated ? "\n… (cut)" : "");
+    if (t.out) t.out.textContent = t.text;
     if (d.diff) {
       const pre = h("pre", { class: "diff" });
       for (const line of d.diff.split("\n")) {
         const cls = line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : line.startsWith("@@") ? "hunk" : "";
         pre.append(h("span", { class: cls }, line + "\n"));
       }
-      t.card.firstChild.append(h("h3", {}, "Diff"), pre);
-      t.card.firstChild.open = true;
+      t.details.append(h("h3", {}, "Diff"), pre);
+      this.fill(t);
+      t.details.open = true;
     }
   }
 

@@ -1,0 +1,32 @@
+// Requests to meka serve's API with the browser session's cookie.
+
+let onSignedOut = () => {};
+
+// whenSignedOut sets what a 401 does (the app shows its sign-in page).
+export function whenSignedOut(fn) { onSignedOut = fn; }
+
+// api calls the API; a 401 means signed out. Errors carry the problem's
+// status and code.
+export async function api(method, path, body) {
+  const init = { method, credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  if (res.status === 401) {
+    onSignedOut("Your browser session has ended.");
+    throw new Error("signed out");
+  }
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!res.ok) {
+    const err = new Error((data && (data.detail || data.title)) || res.statusText);
+    err.status = res.status;
+    err.code = data && data.code;
+    throw err;
+  }
+  return data;
+}
+
+export const enc = encodeURIComponent;

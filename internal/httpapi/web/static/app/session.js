@@ -1,0 +1,221 @@
+// One session: its transcript, checklist, schedule, waiting requests and
+// composer. The transcript is drawn from the session's history in one
+// request and one DOM append, then the feed streams from where the
+// history ended (EventSource resends Last-Event-ID on its own reconnects).
+
+import { h, clear, fmtTokens, fmtCost, statusOf } from "./dom.js";
+import { api, enc } from "./api.js";
+import { Transcript } from "./transcript.js";
+import { approvalCard, elicitationCard } from "./requests.js";
+
+// historyPages bounds the pages of history read before streaming the rest.
+const historyPages = 20;
+
+// openSession fills view with session id. app gives feed(es) to hold the
+// tab's one stream, refresh() to redraw the list, and conn for status.
+export async function openSession(view, id, app) {
+  const base = `/v1/sessions/${enc(id)}`;
+  let rec, hist;
+  try {
+    [rec, hist] = await Promise.all([api("GET", base), api("GET", base + "/history")]);
+  } catch (err) {
+    view.append(h("p", { class: "error" }, err.message));
+    return null;
+  }
+  const t = new Transcript();
+  const plan = h("ol", { id: "plan" });
+  const requests = h("div", { id: "approvals", "aria-live": "polite" });
+  const text = h("textarea", { id: "prompt", rows: 3, placeholder: "Message… (Ctrl+Enter sends)", "aria-label": "Message" });
+  const send = h("button", { id: "send", type: "submit" }, "Send");
+  const cancel = h("button", { id: "cancel", type: "button", class: "danger", hidden: true }, "Cancel turn");
+  const err = h("p", { class: "error", role: "alert" });
+  const usage = h("span", { id: "usage", class: "meta" });
+  const status = h("span", { id: "status", class: "status" });
+  const title = h("h2", { id: "title" }, rec.title || "(untitled)");
+  const composer = h("form", { id: "composer" }, text, h("div", { class: "row" }, send, cancel), err);
+  const planPanel = h("details", { id: "plan-panel", open: true }, h("summary", {}, "Checklist"), plan);
+  const jobs = h("ul", { id: "jobs" });
+  const jobsPanel = h("details", { id: "jobs-panel", hidden: true }, h("summary", {}, "Schedule"), jobs);
+  view.append(
+    h("div", { class: "bar" }, h("a", { href: "#", class: "back" }, "‹ Sessions"), title, status, usage),
+    h("p", { class: "dir" }, rec.cwd, " · ", rec.profile, " · ", rec.permission, rec.project ? " · " + rec.project : ""),
+    requests, planPanel, jobsPanel, t.el, composer);
+
+  const setStatus = () => {
+    const st = statusOf(rec);
+    status.textContent = st;
+    status.className = "status " + st.replace(/ /g, "-");
+    cancel.hidden = rec.state.status !== "running";
+    send.textContent = rec.state.status === "running" ? "Steer" : "Send";
+  };
+  const setUsage = () => {
+    const u = rec.usage;
+    usage.textContent = u && u.input_tokens + u.output_tokens > 0 ? `${fmtTokens(u.input_tokens + u.output_tokens)} tokens` + fmtCost(u.cost) : "";
+  };
+  const setPlan = (items) => {
+    clear(plan);
+    for (const i of items || []) {
+      plan.append(h("li", { class: "item " + i.status }, h("span", { class: "mark" }, mark(i.status)), " ", i.text, i.reason ? h("span", { class: "reason" }, " (" + i.reason + ")") : ""));
+    }
+    planPanel.hidden = !items || items.length === 0;
+  };
+  setStatus();
+  setUsage();
+  setPlan(rec.checklist);
+
+  // The session's scheduled jobs: when each fires next, why one is
+  // withheld or parked, and a cancel.
+  const loadJobs = async () => {
+    let data;
+    try { data = await api("GET", base + "/schedule"); } catch { return; }
+    clear(jobs);
+    for (const j of data.items || []) {
+      jobs.append(h("li", { class: "job", "data-job": j.id },
+        h("span", { class: "prompt" }, j.prompt), " · next " + (j.next_fire_local || j.next_fire_at),
+        j.withheld ? h("span", { class: "reason" }, " · " + j.withheld) : "",
+        j.parked ? h("span", { class: "reason" }, " · held: " + j.parked.reason) : "",
+        " ", h("button", {
+          type: "button", class: "danger",
+          onclick: async () => {
+            try { await api("DELETE", "/v1/schedule/" + enc(j.id)); } catch (e) { if (e.status !== 404) { err.textContent = e.message; return; } }
+            loadJobs();
+          },
+        }, "Cancel job")));
+    }
+    jobsPanel.hidden = jobs.childElementCount === 0;
+    jobsPanel.open = jobs.childElementCount > 0;
+  };
+
+  const pending = () => { rec.state.pending_approvals = requests.querySelectorAll(".approval:not(.elicitation)").length; rec.state.pending_elicitations = requests.querySelectorAll(".elicitation").length; setStatus(); };
+  const addApproval = (d) => {
+    if (!document.getElementById("ap-" + d.approval_id)) requests.append(approvalCard(id, d, pending));
+    pending();
+  };
+  const addElicitation = (d) => {
+    if (!document.getElementById("el-" + d.elicitation_id)) requests.append(elicitationCard(id, d, pending));
+    pending();
+  };
+  const drop = (elId) => { const c = document.getElementById(elId); if (c) c.remove(); pending(); };
+
+  // Feed events, for the history and the stream alike. While the history
+  // is drawn, what only the end state matters for (the plan, requests,
+  // jobs) waits for the end.
+  let replaying = true;
+  let lastPlan = null;
+  const handlers = {
+    "message.delta": (d) => t.delta(d.row, d.text, "assistant"),
+    "thought.delta": (d) => t.delta("t" + d.row, d.text, "thought"),
+    "message.created": (d) => t.message(d),
+    "tool.started": (d) => t.toolStarted(d),
+    "tool.output": (d) => t.toolOutput(d),
+    "tool.finished": (d) => t.toolFinished(d),
+    "notice": (d) => t.notice(d.severity, d.title, d.text),
+    "hook.finished": (d) => t.notice("info", "hook " + d.event, d.command + " → " + d.decision),
+    "context.compacted": (d) => t.notice("info", "context compacted", d.status),
+    "checklist.updated": (d) => { if (replaying) lastPlan = d.items; else setPlan(d.items); },
+    "plan.updated": (d) => { if (replaying) lastPlan = d.items; else setPlan(d.items); },
+    "turn.started": (d) => { if (!replaying) { rec.state.status = "running"; rec.state.turn_id = d.turn_id; setStatus(); } },
+    "turn.completed": (d) => {
+      t.endTurn(d);
+      if (d.status === "failed" && d.error) t.notice("warning", "turn failed", d.error.title || "");
+      if (replaying) return;
+      rec.state.status = "idle"; rec.state.turn_id = ""; setStatus();
+      if (d.usage) {
+        const u = rec.usage || (rec.usage = { input_tokens: 0, output_tokens: 0, cost: 0 });
+        u.input_tokens += d.usage.input_tokens || 0; u.output_tokens += d.usage.output_tokens || 0; u.cost += d.usage.cost || 0;
+        setUsage();
+      }
+    },
+    "approval.requested": (d) => { if (!replaying) addApproval(d); },
+    "approval.resolved": (d) => { if (!replaying) drop("ap-" + d.approval_id); },
+    "elicitation.requested": (d) => { if (!replaying) addElicitation(d); },
+    "elicitation.resolved": (d) => { if (!replaying) drop("el-" + d.elicitation_id); },
+    "session.updated": (d) => {
+      if (d.changed && d.changed.title) title.textContent = d.changed.title;
+      if (!replaying) app.refresh();
+    },
+    "feed.reset": () => { t.clear(); },
+  };
+  for (const type of ["schedule.created", "schedule.cancelled", "schedule.changed", "schedule.fired"]) {
+    handlers[type] = () => { if (!replaying) loadJobs(); };
+  }
+
+  // The history, in pages, drawn in one append (marked for the browser's
+  // performance timeline: the benchmark reads it).
+  performance.mark("meka:history-fetched");
+  t.batching = true;
+  let last = hist.last_id;
+  for (let page = 0; ; page++) {
+    for (const env of hist.items) {
+      const fn = handlers[env.type];
+      if (fn) fn(env.data || {}, env);
+    }
+    last = hist.last_id;
+    if (!hist.next_cursor || page + 1 >= historyPages) break;
+    try { hist = await api("GET", `${base}/history?after=${enc(hist.next_cursor)}`); } catch { break; }
+  }
+  t.batching = false;
+  t.flush();
+  performance.mark("meka:history-drawn");
+  replaying = false;
+  if (lastPlan) setPlan(lastPlan);
+  loadJobs();
+
+  // The stream from where the history ended.
+  const es = new EventSource(`${base}/events?after=${enc(last)}`);
+  app.feed(es);
+  es.onopen = () => { app.conn(""); };
+  es.onerror = () => { app.conn(es.readyState === EventSource.CLOSED ? "disconnected" : "reconnecting…"); };
+  for (const [type, fn] of Object.entries(handlers)) {
+    es.addEventListener(type, (ev) => {
+      let env;
+      try { env = JSON.parse(ev.data); } catch { return; }
+      fn(env.data || {}, env);
+    });
+  }
+
+  // Requests still open (the server's lists are the truth: the history
+  // names them, answered or not). Read without opening the session.
+  Promise.all([api("GET", "/v1/approvals"), api("GET", "/v1/elicitations")]).then(([aps, els]) => {
+    for (const a of aps.items || []) if (a.session_id === id) addApproval(a);
+    for (const e of els.items || []) if (e.session_id === id) addElicitation(e);
+  }).catch(() => {});
+
+  const submit = async () => {
+    const msg = text.value.trim();
+    if (!msg) return;
+    err.textContent = "";
+    try {
+      if (rec.state.status === "running") {
+        await api("POST", base + "/inbox", { text: msg, start_if_idle: true });
+      } else {
+        const turn = await api("POST", base + "/turns", { input: [{ type: "text", text: msg }] });
+        rec.state.status = "running"; rec.state.turn_id = turn.turn_id; setStatus();
+      }
+      text.value = "";
+    } catch (e) {
+      if (e.code === "turn-in-flight") {
+        try {
+          await api("POST", base + "/inbox", { text: msg, start_if_idle: true });
+          text.value = "";
+        } catch (e2) { err.textContent = e2.message; }
+        return;
+      }
+      if (e.code === "held-elsewhere") { rec.state.heldElsewhere = true; setStatus(); }
+      err.textContent = e.message;
+    }
+  };
+  composer.addEventListener("submit", (e) => { e.preventDefault(); submit(); });
+  text.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); submit(); }
+  });
+  cancel.addEventListener("click", async () => {
+    if (!rec.state.turn_id) return;
+    try { await api("POST", `${base}/turns/${enc(rec.state.turn_id)}/cancel`); } catch (e) { err.textContent = e.message; }
+  });
+  return rec;
+}
+
+function mark(status) {
+  return { completed: "✓", in_progress: "▸", deferred: "–", pending: "○" }[status] || "○";
+}
