@@ -24,11 +24,11 @@ import (
 
 func newForkCmd(g *globals) *cobra.Command {
 	var (
-		turn    int64
-		codeDir string
+		turn            int64
+		codeDir, wtName string
 	)
 	cmd := &cobra.Command{
-		Use:   "fork ID [--turn N]",
+		Use:   "fork ID [--turn N] [--code DIR | --worktree NAME]",
 		Short: "copy a session, whole or through turn N, into a new session",
 		Long: `Copy a session's log, whole or through turn N, into a new session in the same
 directory, and print the new session's id. The original is left as it is;
@@ -54,6 +54,33 @@ continue the copy with meka -r NEWID.`,
 					return &exitError{code: 1, err: err}
 				}
 				f.Title = session.ForkTitle(m.ID, m.Title, through)
+				if wtName != "" {
+					if codeDir != "" {
+						return usageError("--code DIR and --worktree NAME both say where the fork's files go; give one")
+					}
+					cp, err := g.checkpointsFor()
+					if err != nil {
+						return err
+					}
+					wts, err := g.worktreeOptions()
+					if err != nil {
+						return err
+					}
+					keep := through
+					if keep < 0 {
+						keep = last
+					}
+					w, dir, err := host.ExportWorktree(cmd.Context(), cp, wts, m.ID, keep, m.Cwd, wtName)
+					if err != nil {
+						// A fork without its files is not what was asked for.
+						_ = st.Delete(context.WithoutCancel(cmd.Context()), f.ID)
+						return &exitError{code: 1, err: fmt.Errorf("fork --worktree: %w", err)}
+					}
+					if dir, err = filepath.EvalSymlinks(dir); err == nil {
+						f.Cwd = dir
+					}
+					fmt.Fprintf(g.stderr, "the fork's files, as after turn %d, are in worktree %s (branch %s) at %s\n", keep, w.Name, w.Branch, dir)
+				}
 				if codeDir != "" {
 					cp, err := g.checkpointsFor()
 					if err != nil {
@@ -93,6 +120,7 @@ continue the copy with meka -r NEWID.`,
 	}
 	cmd.Flags().Int64Var(&turn, "turn", 0, "copy the turns up to and including N (default: all)")
 	cmd.Flags().StringVar(&codeDir, "code", "", "also write the workspace's files as after turn N into this new directory, where the fork then works")
+	cmd.Flags().StringVarP(&wtName, "worktree", "w", "", "also write the workspace's files as after turn N into a new git worktree NAME (branch meka/NAME, from the repository's HEAD, the files' differences from it uncommitted), where the fork then works")
 	return cmd
 }
 

@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/worktree"
+	"meka.dev/meka/session"
 )
 
 func init() { extraCommands = append(extraCommands, newWorktreesCmd) }
@@ -32,6 +34,7 @@ func (g *globals) enterWorktree(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	g.recoverWorktrees(ctx, o, dir)
 	w, err := o.Create(ctx, dir, g.worktree)
 	if err != nil {
 		return usageError("--worktree %s: %v", g.worktree, err)
@@ -39,6 +42,47 @@ func (g *globals) enterWorktree(ctx context.Context) error {
 	fmt.Fprintf(g.stderr, "meka: worktree %s (branch %s) at %s\n", w.Name, w.Branch, w.Path)
 	g.workdir = w.Path
 	return nil
+}
+
+// recoverWorktrees ends what a killed meka left running in the
+// repository's worktrees: the commands its sessions' turns started, which
+// outlive it in process groups of their own and may hold git's locks
+// there, as resuming those sessions would. worktree.List then clears the
+// locks nobody holds any more. A failure leaves things as they were: git
+// names a lock it trips on.
+func (g *globals) recoverWorktrees(ctx context.Context, o worktree.Options, dir string) {
+	wts, err := o.List(ctx, dir)
+	if err != nil || len(wts) == 0 {
+		return
+	}
+	dataDir, err := g.dataDirectory()
+	if err != nil {
+		return
+	}
+	db, err := g.openDB(ctx, nil)
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	killed := 0
+	for _, w := range wts {
+		cwd, err := filepath.EvalSymlinks(w.Path)
+		if err != nil {
+			continue
+		}
+		// Sub-agents' sessions too: an isolated one works in a worktree.
+		page, err := db.Sessions().List(ctx, session.ListOptions{Cwd: cwd, SubAgents: true, Limit: 1000})
+		if err != nil {
+			continue
+		}
+		for _, m := range page.Sessions {
+			n, _ := sandbox.KillRecorded(filepath.Join(dataDir, "sessions", m.ID, "running"))
+			killed += n
+		}
+	}
+	if killed > 0 {
+		o.List(ctx, dir)
+	}
 }
 
 func newWorktreesCmd(g *globals) *cobra.Command {
@@ -56,6 +100,7 @@ func newWorktreesCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			g.recoverWorktrees(cmd.Context(), o, dir)
 			wts, err := o.List(cmd.Context(), dir)
 			if err != nil {
 				return usageError("%v", err)

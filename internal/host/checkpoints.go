@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/checkpoint"
+	"meka.dev/meka/internal/worktree"
 	"meka.dev/meka/permission"
 	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
@@ -283,4 +286,53 @@ func ExportFiles(ctx context.Context, cp *CheckpointOptions, id string, keep int
 		return err
 	}
 	return st.Export(ctx, id, keep, root, dest)
+}
+
+// ExportWorktree makes worktree name (branch meka/NAME) of the repository
+// root is in and writes root's files as they were after turn keep of
+// session id into it, at root's place in the repository: a fork that works
+// on a branch of its own, whose differences from the commit it started
+// from are uncommitted changes there. It returns the worktree and the
+// directory the fork works in. A worktree it could not fill is removed.
+func ExportWorktree(ctx context.Context, cp *CheckpointOptions, wts worktree.Options, id string, keep int64, root, name string) (worktree.Worktree, string, error) {
+	if cp == nil {
+		return worktree.Worktree{}, "", ErrNoCheckpoints
+	}
+	st, err := checkpoint.Open(ctx, checkpoint.Options{Dir: cp.Dir})
+	if err != nil {
+		return worktree.Worktree{}, "", err
+	}
+	w, err := wts.Create(ctx, root, name)
+	if err != nil {
+		return w, "", err
+	}
+	dest, err := w.Within(ctx, wts, root)
+	if err == nil {
+		err = clearExcept(dest, ".git")
+	}
+	if err == nil {
+		err = st.Export(ctx, id, keep, root, dest)
+	}
+	if err != nil {
+		wts.Remove(context.WithoutCancel(ctx), w.Repo, w.Name, true, false)
+		return worktree.Worktree{}, "", err
+	}
+	return w, dest, nil
+}
+
+// clearExcept empties dir but for the entry keep.
+func clearExcept(dir, keep string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == keep {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }

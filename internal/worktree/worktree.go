@@ -137,6 +137,10 @@ func (o Options) Create(ctx context.Context, dir, name string) (Worktree, error)
 	if _, err := o.git(ctx, top, "worktree", "prune"); err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
 	}
+	// What a killed meka left locked in its other worktrees is cleared.
+	if _, err := o.List(ctx, top); err != nil {
+		return Worktree{}, err
+	}
 	path := filepath.Join(o.base(top), name)
 	if _, err := os.Stat(path); err == nil {
 		return Worktree{}, fmt.Errorf("worktree: %w: %s (meka worktrees remove %s)", ErrExists, path, name)
@@ -204,7 +208,8 @@ func (o Options) Open(ctx context.Context, path string) (Worktree, error) {
 	return Worktree{}, fmt.Errorf("worktree: %s is not one of meka's worktrees (meka worktrees list)", path)
 }
 
-// List lists meka's worktrees of the repository dir is in.
+// List lists meka's worktrees of the repository dir is in, and clears
+// the lock files a killed git left in them (locks.go).
 func (o Options) List(ctx context.Context, dir string) ([]Worktree, error) {
 	top, err := o.Top(ctx, dir)
 	if err != nil {
@@ -233,6 +238,9 @@ func (o Options) List(ctx context.Context, dir string) ([]Worktree, error) {
 			w.Name, w.Repo = filepath.Base(w.Path), top
 			wts = append(wts, w)
 		}
+	}
+	for _, w := range wts {
+		o.clearLocks(ctx, w)
 	}
 	return wts, nil
 }
@@ -396,4 +404,23 @@ func (o Options) Settle(ctx context.Context, w Worktree) (c Changes, kept bool, 
 		return c, true, err
 	}
 	return c, false, nil
+}
+
+// Within returns the directory of w that stands where dir (a directory of
+// the same repository, in its main checkout or another worktree) stands
+// in its own checkout, made if missing.
+func (w Worktree) Within(ctx context.Context, o Options, dir string) (string, error) {
+	top, err := o.git(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	rel, err := filepath.Rel(resolved(top), resolved(dir))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("worktree: %s is outside its checkout %s", dir, top)
+	}
+	d := filepath.Join(w.Path, rel)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -207,4 +208,45 @@ func TestNoCommitYet(t *testing.T) {
 	if _, err := o.Create(context.Background(), dir, "x"); err == nil || !strings.Contains(err.Error(), "no commit") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// The lock files a killed git left in a worktree are cleared by the next
+// List, once no process works there; a worktree a process works in keeps
+// them.
+func TestListClearsStaleLocks(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("stale locks are found through /proc")
+	}
+	ctx := context.Background()
+	r := repo(t)
+	o := worktree.Options{Dir: filepath.Join(t.TempDir(), "worktrees")}
+	w, err := o.Create(ctx, r, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := strings.TrimSpace(run(t, w.Path, "git rev-parse --absolute-git-dir"))
+	lock := filepath.Join(admin, "index.lock")
+	os.WriteFile(lock, nil, 0o644)
+	// A process working in the worktree: the lock may be its.
+	sleeper := exec.Command("sleep", "600")
+	sleeper.Dir = w.Path
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	if _, err := o.List(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("a lock was cleared while a process worked in the worktree: %v", err)
+	}
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	if _, err := o.List(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Fatalf("stale lock left: %v", err)
+	}
+	run(t, w.Path, "echo x > b.txt && git add b.txt")
 }
