@@ -87,6 +87,18 @@ const (
 // connected.
 var vanishedAddr = net.IPv4(127, 0, 0, 2)
 
+// vanish drops every packet to or from vanishedAddr, on arrival: what
+// either side sends leaves as if onto a network that lost it (a drop on
+// the way out would tell the sender at once).
+func vanish(t *testing.T) {
+	t.Helper()
+	for _, rule := range [][]string{{"-A", "INPUT", "-s", vanishedAddr.String(), "-j", "DROP"}, {"-A", "INPUT", "-d", vanishedAddr.String(), "-j", "DROP"}} {
+		if out, err := exec.Command("iptables", rule...).CombinedOutput(); err != nil {
+			t.Fatalf("iptables %s: %v: %s", strings.Join(rule, " "), err, out)
+		}
+	}
+}
+
 // soakInNamespace runs TestServeSoak again in a network namespace of its
 // own (unshare, as root or mapped to root), where it may drop packets
 // without touching the machine's firewall, and reports whether it did;
@@ -263,11 +275,7 @@ func TestServeSoak(t *testing.T) {
 		}
 	}
 	if blackhole {
-		for _, rule := range [][]string{{"-A", "INPUT", "-s", vanishedAddr.String(), "-j", "DROP"}, {"-A", "OUTPUT", "-d", vanishedAddr.String(), "-j", "DROP"}} {
-			if out, err := exec.Command("iptables", rule...).CombinedOutput(); err != nil {
-				t.Fatalf("iptables %s: %v: %s", strings.Join(rule, " "), err, out)
-			}
-		}
+		vanish(t)
 	}
 	curve = append(curve, srv.sample(t, "streams open", done))
 	progress(t, curve[len(curve)-1])

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -128,6 +129,11 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 	// for a client that is gone, and the write that finds it comes sooner.
 	if c, ok := r.Context().Value(connKey{}).(interface{ SetWriteBuffer(int) error }); ok {
 		c.SetWriteBuffer(streamSendBuffer)
+	}
+	// And sent data unacknowledged for as long as a write may take ends
+	// the connection: a vanished client acknowledges nothing.
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+		setUserTimeout(c, srv.opts.WriteTimeout)
 	}
 	// Every write has a deadline: a client that vanished without a FIN,
 	// or stopped reading, fills the socket's buffers, and the write that
