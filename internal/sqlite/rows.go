@@ -60,6 +60,19 @@ func (s *Sessions) appendRows(ctx context.Context, sessionID string, rows []sess
 		}
 	}
 
+	// The insert statements this append uses, prepared before the
+	// transaction takes the writer's one connection.
+	var inserts [insertBatch]*sql.Stmt
+	for lo := 0; lo < len(rows); lo += insertBatch {
+		n := min(insertBatch, len(rows)-lo)
+		if inserts[n-1] == nil {
+			st, err := db.stmts.insertStmt(ctx, db.writer, n)
+			if err != nil {
+				return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
+			}
+			inserts[n-1] = st
+		}
+	}
 	now := db.now()
 	tx, err := db.writer.BeginTx(ctx, nil)
 	if err != nil {
@@ -89,7 +102,7 @@ func (s *Sessions) appendRows(ctx context.Context, sessionID string, rows []sess
 			args = append(args, sessionID, seq, rows[i].Turn, enc[i].kind, enc[i].payload, toMicro(at))
 			out[i] = session.Row{Seq: seq, Turn: rows[i].Turn, Time: at, Entry: rows[i].Entry}
 		}
-		if _, err := tx.StmtContext(ctx, db.stmts.insertRows[hi-lo-1]).ExecContext(ctx, args...); err != nil {
+		if _, err := tx.StmtContext(ctx, inserts[hi-lo-1]).ExecContext(ctx, args...); err != nil {
 			return nil, fmt.Errorf("append rows to %s: seq %d: %w", sessionID, last+1+int64(lo), err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // insertBatch is the most rows one INSERT statement writes; Append writes
@@ -21,8 +22,12 @@ const metaColumns = `id, title, cwd, additional_dirs, profile, project, permissi
 // hot paths (Append, Rows, Tail, Get, lock refreshes) skip SQL parsing.
 type statements struct {
 	// On the writer.
-	touch       *sql.Stmt              // bumps updated_at, returns the title and last seq; no row means no session
-	insertRows  [insertBatch]*sql.Stmt // insertRows[n-1] inserts n rows
+	touch *sql.Stmt // bumps updated_at, returns the title and last seq; no row means no session
+	// insertRows[n-1] inserts n rows, prepared at its first use
+	// (insertStmt): a process that appends only a few rows at a time
+	// compiles only those.
+	insertMu    sync.Mutex // guards insertRows
+	insertRows  [insertBatch]*sql.Stmt
 	setTitle    *sql.Stmt
 	lockTake    *sql.Stmt // insert, or take over an expired lease or our own token
 	lockSteal   *sql.Stmt // take over from one observed holder (whose process is dead)
@@ -99,14 +104,25 @@ WHERE session_id = ?5 AND token = ?6`},
 	}); err != nil {
 		return err
 	}
-	values := `(?, ?, ?, ?, ?, ?)`
-	for n := range insertBatch {
-		q := `INSERT INTO rows (session_id, seq, turn, kind, payload, time) VALUES ` + values + strings.Repeat(`, `+values, n)
-		if err := prepareOne(ctx, &s.insertRows[n], writer, q); err != nil {
-			return err
-		}
-	}
 	return nil
+}
+
+// insertStmt returns the statement inserting n rows (1 <= n <=
+// insertBatch), preparing it on the writer the first time. It must not be
+// called inside a write transaction: the writer's one connection is the
+// transaction's.
+func (s *statements) insertStmt(ctx context.Context, writer *sql.DB, n int) (*sql.Stmt, error) {
+	s.insertMu.Lock()
+	defer s.insertMu.Unlock()
+	if st := s.insertRows[n-1]; st != nil {
+		return st, nil
+	}
+	values := `(?, ?, ?, ?, ?, ?)`
+	q := `INSERT INTO rows (session_id, seq, turn, kind, payload, time) VALUES ` + values + strings.Repeat(`, `+values, n-1)
+	if err := prepareOne(ctx, &s.insertRows[n-1], writer, q); err != nil {
+		return nil, err
+	}
+	return s.insertRows[n-1], nil
 }
 
 func (s *statements) prepareReader(ctx context.Context, reader *sql.DB) error {
@@ -153,6 +169,8 @@ func (s *statements) close() error {
 	}
 	var errs []error
 	r := &s.rd
+	s.insertMu.Lock()
+	defer s.insertMu.Unlock()
 	for _, st := range append([]*sql.Stmt{
 		s.touch, s.setTitle, s.lockTake, s.lockSteal, s.lockRefresh, s.lockRelease,
 		r.prefix, r.rowsFrom, r.tail, r.exists, r.lockHolder,
