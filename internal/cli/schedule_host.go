@@ -68,7 +68,14 @@ func (g *globals) newScheduling(cfg *config.Config, db *database) (*scheduling, 
 		FormatDuration:      config.FormatDuration,
 		Confined:            confined,
 		ScrubNames:          scrub,
-		Logger:              g.logger(),
+		Isolation: func(ctx context.Context, cwd string) error {
+			o, err := g.worktreeOptions()
+			if err == nil {
+				err = o.CanCreate(ctx, cwd)
+			}
+			return err
+		},
+		Logger: g.logger(),
 	})
 	if err != nil {
 		return nil, usageError("[schedule]: %v", err)
@@ -264,6 +271,9 @@ func (f *hostFirer) Fire(ctx context.Context, id string, fr schedule.Firing) (bo
 	if !ok {
 		return false, fmt.Errorf("session %s is not open here: %w", id, schedule.ErrDeclined)
 	}
+	if fr.Isolation == schedule.IsolationWorktree {
+		return f.fireInWorktree(ctx, s, fr)
+	}
 	res, err := s.Run(ctx, fr.Message)
 	if errors.Is(err, agent.ErrBusy) || errors.Is(err, host.ErrClosed) {
 		return false, fmt.Errorf("session %s: %w", id, schedule.ErrDeclined)
@@ -311,4 +321,42 @@ func turnFacts(rows []session.Row, turn int64) (started, toolRan bool) {
 		}
 	}
 	return started, toolRan
+}
+
+// fireInWorktree runs an isolated job's turn in a sub-agent session of s
+// working in a fresh worktree, and tells s's front doors where its work
+// is. The sub-agent's session keeps the turn (meka sessions list
+// --children); it is closed once the turn is over.
+func (f *hostFirer) fireInWorktree(ctx context.Context, s *host.Session, fr schedule.Firing) (bool, error) {
+	short := schedule.ShortID(fr.JobID)
+	c, res, wt, err := s.RunInWorktree(ctx, fr.Message, "scheduled job "+short)
+	if c == nil {
+		return false, err
+	}
+	defer func() {
+		if h := f.h.Load(); h != nil {
+			_ = h.CloseSession(context.WithoutCancel(ctx), c.ID())
+		}
+	}()
+	if started, _ := turnFacts(c.Engine().Rows(), res.Turn); !started {
+		if err == nil {
+			err = fmt.Errorf("the sub-agent's turn did not start")
+		}
+		return false, err
+	}
+	n := session.Notice{Severity: session.SeverityInfo, Title: "Scheduled job " + short + " ran in a worktree"}
+	switch {
+	case wt.Path == "":
+		n.Description = fmt.Sprintf("in the sub-agent session %s; what its worktree holds could not be told", c.ID())
+	case wt.Kept:
+		n.Description = fmt.Sprintf("its changes are in %s (branch %s), kept; its session is %s.\n%s", wt.Path, wt.Branch, c.ID(), wt.DiffStat)
+	default:
+		n.Description = fmt.Sprintf("it changed nothing, so its worktree was removed; its session is %s", c.ID())
+	}
+	if err != nil || res.Stop == agent.StopFailed {
+		n.Severity, n.Title = session.SeverityWarning, "Scheduled job "+short+" failed in a worktree"
+		n.Description = fmt.Sprint(err) + "; " + n.Description
+	}
+	s.Announce(n)
+	return true, err
 }

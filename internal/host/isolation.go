@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"meka.dev/meka/agent"
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/internal/subagent"
 	"meka.dev/meka/internal/worktree"
+	"meka.dev/meka/session"
 )
 
 // A sub-agent spawned with isolation "worktree" works in a git worktree of
@@ -105,3 +107,23 @@ func (c child) Settle(ctx context.Context) (subagent.WorktreeReport, bool, error
 }
 
 var _ subagent.Isolated = child{}
+
+// RunInWorktree runs msg as the turn of a new sub-agent session of s that
+// works in a fresh worktree of s's workspace (isolation "worktree"), then
+// settles the worktree by the same rule: what a scheduled job with
+// isolation "worktree" fires. c is nil when the sub-agent could not be
+// made (no repository, no worktrees here); wt.Path is empty when the
+// worktree could not be settled.
+func (s *Session) RunInWorktree(ctx context.Context, msg session.UserMessage, title string) (c *Session, res agent.Result, wt subagent.WorktreeReport, err error) {
+	c, err = s.Spawn(ctx, ChildOptions{Title: title, Isolation: IsolationWorktree})
+	if err != nil {
+		return nil, res, wt, err
+	}
+	res, err = c.Run(ctx, msg)
+	r, ok, serr := child{c}.Settle(context.WithoutCancel(ctx))
+	if serr != nil || !ok {
+		s.h.opts.Logger.Warn("settle a scheduled turn's worktree", "session_id", c.id, "err", serr)
+		return c, res, subagent.WorktreeReport{}, err
+	}
+	return c, res, r, err
+}

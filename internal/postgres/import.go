@@ -83,10 +83,10 @@ func (db *DB) ImportJob(ctx context.Context, j Job) (bool, error) {
 		baseline = &j.Baseline
 	}
 	tag, err := db.pool.Exec(ctx, `INSERT INTO schedule_jobs (`+jobColumns+`)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, $15, $16)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, $15, $16, $17)
 ON CONFLICT (id) DO NOTHING`,
 		j.ID, j.SessionID, j.Prompt, j.Kind, j.Spec, j.Interval.Microseconds(), j.Zone, j.Cwd, j.Gate, j.Level,
-		baseline, micro(j.NextAt), micro(j.CreatedAt), optional(j.LastFiredAt), j.FailedClaims, j.Held)
+		baseline, micro(j.NextAt), micro(j.CreatedAt), optional(j.LastFiredAt), j.FailedClaims, j.Held, j.Isolation)
 	if pgCode(err) == codeForeignKeyViolation {
 		return false, fmt.Errorf("import job %s: session %s: %w", j.ID, j.SessionID, session.ErrNotFound)
 	}

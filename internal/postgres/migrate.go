@@ -168,6 +168,7 @@ CREATE INDEX memories_by_project ON memories (project, updated_at DESC, id DESC)
 `},
 	{9, "spend", spendSchema},           // spend.go
 	{10, "browser logins", loginSchema}, // logins.go (SQLite's 11: its 10 is an index only SQLite needs)
+	{11, "job isolation", `ALTER TABLE schedule_jobs ADD COLUMN isolation text NOT NULL DEFAULT '';`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

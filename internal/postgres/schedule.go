@@ -42,7 +42,7 @@ type Schedules struct{ db *DB }
 func (db *DB) Schedules() *Schedules { return &Schedules{db: db} }
 
 const jobColumns = `id, session_id, prompt, kind, spec, interval_us, zone, cwd, gate, level, baseline,
-	next_at, created_at, last_fired_at, lease_owner, lease_until, failed_claims, held`
+	next_at, created_at, last_fired_at, lease_owner, lease_until, failed_claims, held, isolation`
 
 func scanJob(sc pgx.Row) (Job, error) {
 	var (
@@ -52,7 +52,7 @@ func scanJob(sc pgx.Row) (Job, error) {
 		fired, leaseUntil *time.Time
 	)
 	if err := sc.Scan(&j.ID, &j.SessionID, &j.Prompt, &j.Kind, &j.Spec, &interval, &j.Zone, &j.Cwd, &j.Gate, &j.Level,
-		&baseline, &j.NextAt, &j.CreatedAt, &fired, &j.LeaseOwner, &leaseUntil, &j.FailedClaims, &j.Held); err != nil {
+		&baseline, &j.NextAt, &j.CreatedAt, &fired, &j.LeaseOwner, &leaseUntil, &j.FailedClaims, &j.Held, &j.Isolation); err != nil {
 		return Job{}, err
 	}
 	j.Interval = time.Duration(interval) * time.Microsecond
@@ -141,9 +141,9 @@ func (s *Schedules) Create(ctx context.Context, j Job, maxJobs int) (Job, error)
 			return fmt.Errorf("%w (%d, the limit is %d)", ErrTooManyJobs, n, maxJobs)
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO schedule_jobs (`+jobColumns+`)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, 0, '')`,
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, 0, '', $15)`,
 			j.ID, j.SessionID, j.Prompt, j.Kind, j.Spec, j.Interval.Microseconds(), j.Zone, j.Cwd, j.Gate, j.Level,
-			baseline, j.NextAt, j.CreatedAt, optional(j.LastFiredAt))
+			baseline, j.NextAt, j.CreatedAt, optional(j.LastFiredAt), j.Isolation)
 		switch pgCode(err) {
 		case "":
 			if err != nil {

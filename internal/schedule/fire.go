@@ -255,7 +255,7 @@ func (s *Scheduler) fire(ctx context.Context, j Job, msg session.UserMessage) (d
 	}()
 	stop := s.keepLease(ctx, j)
 	defer stop()
-	return s.opts.Firer.Fire(ctx, j.SessionID, Firing{JobID: j.ID, Message: msg, Withdraw: j.Recurring()})
+	return s.opts.Firer.Fire(ctx, j.SessionID, Firing{JobID: j.ID, Message: msg, Withdraw: j.Recurring(), Isolation: j.Isolation})
 }
 
 // keepLease renews the lease on j every third of ClaimLease while its

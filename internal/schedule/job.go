@@ -52,6 +52,9 @@ type Job struct {
 	FailedClaims int
 	// Held says why the job is parked; empty when it is not.
 	Held string
+	// Isolation is "worktree" for a job whose turns each run in a fresh
+	// git worktree of the session's workspace; empty otherwise.
+	Isolation string
 }
 
 // ShortID is the first segment of a job's UUID, how it is usually shown.

@@ -72,6 +72,11 @@ type Options struct {
 	// sandbox's runner (see gateCommand). Tests replace it.
 	Command func(ctx context.Context, dir, command string) (*exec.Cmd, error)
 
+	// Isolation checks that the turns of a job created in cwd can each
+	// have a git worktree of it (isolation "worktree"); nil refuses such
+	// jobs.
+	Isolation func(ctx context.Context, cwd string) error
+
 	// Wake, when set, is called by Run with its context; a receive on the
 	// channel it returns sweeps at once rather than at the next poll (a
 	// job created on another host sharing the store).

@@ -115,4 +115,11 @@ type Firing struct {
 	// turn fails before any tool ran: a recurring job produces it again,
 	// so an outage must not leave one unanswered prompt per occurrence.
 	Withdraw bool
+	// Isolation is the job's (IsolationWorktree or empty): the host runs
+	// the turn in a fresh worktree of the session's workspace.
+	Isolation string
 }
+
+// IsolationWorktree is a job whose every turn runs in a fresh git
+// worktree of its session's workspace.
+const IsolationWorktree = "worktree"

@@ -44,6 +44,7 @@ var createSchema = json.RawMessage(`{
     "cron": {"type": "string", "description": "Five-field cron expression, e.g. \"0 9 * * 1-5\"."},
     "at": {"type": "string"},
     "in": {"type": "string"},
+    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: each turn of the job runs in a fresh git worktree of this session's workspace (from its last commit), as a sub-agent session of this one whose only writable root is the worktree; a worktree with changes is kept for review, one without removed. Needs a git repository."},
     "gate": {
       "type": "object",
       "properties": {
@@ -90,6 +91,8 @@ type createArgs struct {
 	At     *string         `json:"at"`
 	In     *string         `json:"in"`
 	Gate   json.RawMessage `json:"gate"`
+	// Isolation is IsolationWorktree or empty.
+	Isolation string `json:"isolation"`
 }
 
 func (t *createTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
@@ -133,6 +136,19 @@ func (s *Scheduler) Create(ctx context.Context, sessionID, cwd string, level per
 		return refuse("schedule_create: %v", err)
 	}
 	j.SessionID, j.Prompt, j.Cwd, j.Level = sessionID, a.Prompt, cwd, level.String()
+	switch a.Isolation {
+	case "":
+	case IsolationWorktree:
+		if s.opts.Isolation == nil {
+			return refuse("schedule_create: isolation %q is not available here; leave it out.", a.Isolation)
+		}
+		if err := s.opts.Isolation(ctx, cwd); err != nil {
+			return refuse("schedule_create: isolation %q needs a git repository with a commit: %v. Leave isolation out to run in the workspace itself.", a.Isolation, err)
+		}
+		j.Isolation = a.Isolation
+	default:
+		return refuse("schedule_create: isolation %q: the one kind is %q.", a.Isolation, IsolationWorktree)
+	}
 
 	var g *Gate
 	if len(a.Gate) > 0 && string(a.Gate) != "null" {
@@ -283,6 +299,9 @@ func createdReply(j Job, g *Gate) string {
 		when = fmt.Sprintf("cron %q in %s, next at %s", j.Spec, j.Zone, FormatTime(j.NextAt, loc))
 	}
 	reply := fmt.Sprintf("Created job %s (%s).", ShortID(j.ID), when)
+	if j.Isolation == IsolationWorktree {
+		reply += " Each of its turns runs in a fresh git worktree of this workspace, as a sub-agent session of this one; a worktree with changes is kept."
+	}
 	if g != nil {
 		reply += fmt.Sprintf(" Before each occurrence its gate runs the %s and the turn happens only when %s.", checkNoun(g), g.When)
 		if !g.Check.IsCommand() && g.When.Kind == WhenSucceeded {

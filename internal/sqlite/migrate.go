@@ -71,6 +71,7 @@ ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT '';`},
 	{9, "spend", spendSchema},                  // spend.go
 	{10, "spend covering", spendCovering},      // spend.go
 	{11, "browser logins", loginSchema},        // logins.go
+	{12, "job isolation", `ALTER TABLE schedule_jobs ADD COLUMN isolation TEXT NOT NULL DEFAULT '';`},
 }
 
 // SchemaVersion is the version Open migrates a database to.

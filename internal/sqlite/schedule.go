@@ -61,7 +61,7 @@ type Schedules struct{ db *DB }
 func (db *DB) Schedules() *Schedules { return &Schedules{db: db} }
 
 const jobColumns = `id, session_id, prompt, kind, spec, interval_us, zone, cwd, gate, level, baseline,
-	next_at, created_at, last_fired_at, lease_owner, lease_until, failed_claims, held`
+	next_at, created_at, last_fired_at, lease_owner, lease_until, failed_claims, held, isolation`
 
 func scanJob(sc interface{ Scan(...any) error }) (Job, error) {
 	var (
@@ -70,7 +70,7 @@ func scanJob(sc interface{ Scan(...any) error }) (Job, error) {
 		baseline                                   sql.NullString
 	)
 	if err := sc.Scan(&j.ID, &j.SessionID, &j.Prompt, &j.Kind, &j.Spec, &interval, &j.Zone, &j.Cwd, &j.Gate, &j.Level,
-		&baseline, &next, &created, &fired, &j.LeaseOwner, &leaseUntil, &j.FailedClaims, &j.Held); err != nil {
+		&baseline, &next, &created, &fired, &j.LeaseOwner, &leaseUntil, &j.FailedClaims, &j.Held, &j.Isolation); err != nil {
 		return Job{}, err
 	}
 	j.Interval = time.Duration(interval) * time.Microsecond
@@ -151,9 +151,9 @@ func (s *Schedules) Create(ctx context.Context, j Job, maxJobs int) (Job, error)
 		}
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO schedule_jobs (`+jobColumns+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, '')`,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, '', ?)`,
 		j.ID, j.SessionID, j.Prompt, j.Kind, j.Spec, j.Interval.Microseconds(), j.Zone, j.Cwd, j.Gate, j.Level,
-		baseline, toMicro(j.NextAt), toMicro(j.CreatedAt), optionalMicro(j.LastFiredAt))
+		baseline, toMicro(j.NextAt), toMicro(j.CreatedAt), optionalMicro(j.LastFiredAt), j.Isolation)
 	switch sqliteCode(err) {
 	case 0:
 	case sqliteConstraintForeignKey:

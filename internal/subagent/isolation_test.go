@@ -183,3 +183,40 @@ func TestSpawnIsolatedOutsideRepository(t *testing.T) {
 		t.Fatalf("a sub-agent session was left: %+v", kids)
 	}
 }
+
+// A scheduled job with isolation "worktree" fires its turn through
+// RunInWorktree: a sub-agent session of the job's session, in a fresh
+// worktree that is its only writable root, settled by the same rule.
+func TestRunInWorktree(t *testing.T) {
+	repo := gitRepo(t)
+	f, _ := isolatedFixture(t, `[{"text":"unused"}]`, map[string]string{"nightly": `[
+	 {"tool_calls":[{"id":"w1","name":"file_write","arguments":{"path":"b.txt","content":"new\n"}}]},
+	 {"text":"wrote b"}]`})
+	p, err := f.host().Create(t.Context(), host.CreateOptions{Cwd: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := session.UserMessage{Parts: model.Parts{model.Text{Text: "nightly"}}, Source: session.SourceSchedule}
+	c, res, wt, err := p.RunInWorktree(t.Context(), msg, "scheduled job 1")
+	if err != nil || res.Stop != agent.StopEndTurn || res.Reply != "wrote b" {
+		t.Fatalf("turn: %+v %v", res, err)
+	}
+	m := c.Meta()
+	if m.ParentID != p.ID() || m.Cwd != wt.Path || m.Title != "scheduled job 1" {
+		t.Fatalf("the turn's session %+v, worktree %+v", m, wt)
+	}
+	if !wt.Kept || !strings.HasPrefix(wt.Branch, "meka/agent-") || !strings.Contains(wt.DiffStat, "b.txt") {
+		t.Fatalf("worktree %+v", wt)
+	}
+	if b, _ := os.ReadFile(filepath.Join(wt.Path, "b.txt")); string(b) != "new\n" {
+		t.Fatalf("b.txt in the worktree: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the turn wrote in the workspace: %v", err)
+	}
+	for _, r := range f.rows(p.ID()) {
+		if _, ok := r.Entry.(session.UserMessage); ok {
+			t.Fatalf("the job's session logged the sub-agent's turn: %+v", r)
+		}
+	}
+}

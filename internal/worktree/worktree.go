@@ -424,3 +424,15 @@ func (w Worktree) Within(ctx context.Context, o Options, dir string) (string, er
 	}
 	return d, nil
 }
+
+// CanCreate reports why Create could not make a worktree of dir's
+// repository (none, or no commit yet), nil when it could.
+func (o Options) CanCreate(ctx context.Context, dir string) error {
+	if _, err := o.Top(ctx, dir); err != nil {
+		return err
+	}
+	if _, err := o.git(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
+		return fmt.Errorf("worktree: the repository of %s has no commit yet", dir)
+	}
+	return nil
+}

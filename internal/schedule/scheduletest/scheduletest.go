@@ -59,6 +59,7 @@ func testCreateGetList(t *testing.T, h Harness) {
 	j := hourly(sid, st0.Add(time.Hour))
 	j.ID = "7F3A1B2C-0000-4000-8000-000000000001"
 	j.Gate, j.Baseline, j.HasBaseline = `{"check":{"command":"x"},"when":"changed"}`, "sha256:00", true
+	j.Isolation = schedule.IsolationWorktree
 	created, err := s.Create(ctx, j, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func testCreateGetList(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != created {
+	if got != created || got.Isolation != schedule.IsolationWorktree {
 		t.Errorf("Get = %+v\nwant %+v", got, created)
 	}
 	other := hourly(sid, st0)
