@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,14 +75,6 @@ func BenchmarkArchiveImport2000(b *testing.B) {
 		}
 	}
 	reportCPU(b, start)
-}
-
-// cpuTime is the process's user and system time: on a machine shared
-// with other work, the wall time of an op says more about the machine.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func reportCPU(b *testing.B, start time.Duration) {

@@ -39,16 +39,6 @@ func usableBackends(t *testing.T) []string {
 	return out
 }
 
-// canonTemp is a t.TempDir with its symlinks resolved.
-func canonTemp(t *testing.T) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 var testPath = "PATH=" + defaultPath
 
 func TestConfinedWrites(t *testing.T) {

@@ -394,3 +394,13 @@ func TestGetEnvLastWins(t *testing.T) {
 		t.Errorf("getEnv(D) = %q, want empty", got)
 	}
 }
+
+// canonTemp is a t.TempDir with its symlinks resolved.
+func canonTemp(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

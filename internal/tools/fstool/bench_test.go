@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,14 +101,6 @@ func BenchmarkSearchVsGrep(b *testing.B) {
 	b.ReportMetric(float64(searchCPU.Milliseconds())/n, "search-cpu-ms/op")
 	b.ReportMetric(float64(grepCPU.Milliseconds())/n, "grep-cpu-ms/op")
 	b.ReportMetric(float64(searchWall)/float64(grepWall), "wall-ratio")
-}
-
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkGrep(b *testing.B) {

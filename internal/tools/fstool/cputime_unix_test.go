@@ -1,0 +1,17 @@
+//go:build unix
+
+package fstool
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
