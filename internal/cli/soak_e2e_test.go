@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,6 +251,8 @@ func TestServeSoak(t *testing.T) {
 	// odd ones vanish.
 	u, _ := url.Parse(srv.url)
 	live := 0
+	var cut atomic.Int64
+	reading := func() int { return live - int(cut.Load()) + 1 } // and the session's feed
 	for i := range streams {
 		d := net.Dialer{}
 		if i%2 == 1 {
@@ -271,7 +274,10 @@ func TestServeSoak(t *testing.T) {
 		}
 		if i%2 == 0 {
 			live++
-			go io.Copy(io.Discard, br)
+			go func() {
+				io.Copy(io.Discard, br)
+				cut.Add(1) // a reader too slow for the daemon (1,024 frames behind) is cut off, by design
+			}()
 		}
 	}
 	if blackhole {
@@ -290,7 +296,7 @@ func TestServeSoak(t *testing.T) {
 			// The middle is taken once the vanished clients' writes have
 			// timed out (bounded): from there on nothing may grow.
 			mid = len(curve)
-			m := srv.waitSample(t, done, func(s soakSample) bool { return s.stream == live+1 })
+			m := srv.waitSample(t, done, func(s soakSample) bool { return s.stream == reading() })
 			m.phase = "middle"
 			curve = append(curve, m)
 			progress(t, m)
@@ -301,7 +307,7 @@ func TestServeSoak(t *testing.T) {
 	}
 	// The vanished clients' writes time out (1s here) once their buffers
 	// are full; wait for what is left, bounded.
-	end := srv.waitSample(t, done, func(s soakSample) bool { return s.stream == live+1 })
+	end := srv.waitSample(t, done, func(s soakSample) bool { return s.stream == reading() })
 	curve = append(curve, end)
 	progress(t, end)
 	how := "stopped reading"
@@ -313,8 +319,9 @@ func TestServeSoak(t *testing.T) {
 	for _, s := range curve {
 		t.Log(s)
 	}
-	if end.stream != live+1 {
-		t.Fatalf("%d streams still served at the end, want the %d clients still reading and the session's", end.stream, live+1)
+	t.Logf("%d live clients cut off as too slow", cut.Load())
+	if end.stream != reading() {
+		t.Fatalf("%d streams still served at the end, want the %d clients still reading and the session's", end.stream, reading()-1)
 	}
 	// Flat: from the middle to the end, with the vanished clients gone by
 	// then, the figures may not grow beyond a small slack (what
@@ -324,7 +331,7 @@ func TestServeSoak(t *testing.T) {
 	// of one file or goroutine a session would add hundreds here at full
 	// size and tens at the reduced size.
 	middle := curve[mid]
-	if middle.stream != live+1 {
+	if middle.stream > live+1 {
 		t.Fatalf("%d streams served at the middle: the vanished clients' were not released", middle.stream)
 	}
 	{
