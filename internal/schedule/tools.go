@@ -44,7 +44,7 @@ var createSchema = json.RawMessage(`{
     "cron": {"type": "string", "description": "Five-field cron expression, e.g. \"0 9 * * 1-5\"."},
     "at": {"type": "string"},
     "in": {"type": "string"},
-    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: each turn of the job runs in a fresh git worktree of this session's workspace (from its last commit), as a sub-agent session of this one whose only writable root is the worktree; a worktree with changes is kept for review, one without removed. Needs a git repository."},
+    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: each turn runs as a sub-agent in a fresh git worktree of the last commit, kept for review if changed. Needs git."},
     "gate": {
       "type": "object",
       "properties": {

@@ -323,7 +323,7 @@ func (t *spawnTool) Spec() tool.Spec {
     "agent": {"type": "string", "description": "A named sub-agent definition to run, from the list above."},
     "profile": {"type": "string", "description": "The model profile to run on; the session's by default."},
     "permission": {"type": "string", "enum": ["none", "read", "workspace", "unrestricted"], "description": "A lower level for the sub-agent."},
-    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: the sub-agent works in a new git worktree of the workspace (from its last commit; uncommitted changes are not in it), on a branch of its own, and can write nowhere else. The result gives the worktree's path, branch and diff stat; a worktree with changes is kept for you to review and merge, one without is removed. Needs a git repository."}
+    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: it writes only in a new git worktree of the last commit, on its own branch; kept for review if changed (path, branch, diff stat in the result), else removed. Needs git."}
   },
   "required": ["task"],
   "additionalProperties": false

@@ -108,8 +108,8 @@ var diagnosticsSchema = json.RawMessage(`{
 func (t *DiagnosticsTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "diagnostics",
-		Description: "Show a file's errors and warnings as its language's server (gopls, typescript-language-server, pyright, rust-analyzer, clangd) reports them. " +
-			"file_write and file_edit already add them to their results; use this to ask again after a server was still loading, or for a file changed another way.",
+		Description: "A file's errors and warnings from its language server. file_write and file_edit already add them; " +
+			"ask again when a server was still loading or the file changed another way.",
 		Schema:       diagnosticsSchema,
 		Level:        permission.Read,
 		Kind:         tool.KindRead,
