@@ -31,18 +31,18 @@ func (t TestRun) Passed() bool { return t.ExitCode != nil && *t.ExitCode == 0 }
 func testRuns(rows []session.Row) []TestRun {
 	results := map[string]session.ToolResult{}
 	for _, r := range rows {
-		if tr, ok := entry[session.ToolResult](r.Entry); ok {
+		if tr, ok := r.Entry.(session.ToolResult); ok {
 			results[tr.CallID] = tr
 		}
 	}
 	var runs []TestRun
 	for _, r := range rows {
-		am, ok := entry[session.AssistantMessage](r.Entry)
+		am, ok := r.Entry.(session.AssistantMessage)
 		if !ok {
 			continue
 		}
 		for _, p := range am.Parts {
-			call, ok := part[model.ToolCall](p)
+			call, ok := p.(model.ToolCall)
 			if !ok || call.Name != shellTool {
 				continue
 			}
@@ -72,13 +72,13 @@ func testRuns(rows []session.Row) []TestRun {
 // candidate's own account of what it did.
 func summary(rows []session.Row) string {
 	for _, r := range slices.Backward(rows) {
-		am, ok := entry[session.AssistantMessage](r.Entry)
+		am, ok := r.Entry.(session.AssistantMessage)
 		if !ok {
 			continue
 		}
 		var b strings.Builder
 		for _, p := range am.Parts {
-			if t, ok := part[model.Text](p); ok {
+			if t, ok := p.(model.Text); ok {
 				b.WriteString(t.Text)
 			}
 		}
@@ -87,33 +87,6 @@ func summary(rows []session.Row) string {
 		}
 	}
 	return ""
-}
-
-// entry is e as a T whether the row holds a value or a pointer.
-func entry[T any](e session.Entry) (T, bool) {
-	switch v := any(e).(type) {
-	case T:
-		return v, true
-	case *T:
-		if v != nil {
-			return *v, true
-		}
-	}
-	var zero T
-	return zero, false
-}
-
-func part[T any](p model.Part) (T, bool) {
-	switch v := any(p).(type) {
-	case T:
-		return v, true
-	case *T:
-		if v != nil {
-			return *v, true
-		}
-	}
-	var zero T
-	return zero, false
 }
 
 // testRunners are the commands, as leading words, that run a project's
