@@ -323,21 +323,12 @@ func (s *Server) sweep(ctx context.Context, done <-chan struct{}) {
 	if s.opts.IdleTimeout <= 0 || s.opts.SweepInterval <= 0 {
 		return
 	}
-	t := time.NewTicker(s.opts.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			for _, id := range s.opts.Host.SweepIdle(ctx, s.opts.IdleTimeout) {
-				s.detach(id)
-				s.record(ctx, Entry{SessionID: id, Type: "session.released", Data: mustJSON(map[string]string{"reason": "idle"})})
-			}
+	every(ctx, done, s.opts.SweepInterval, func() {
+		for _, id := range s.opts.Host.SweepIdle(ctx, s.opts.IdleTimeout) {
+			s.detach(id)
+			s.record(ctx, Entry{SessionID: id, Type: "session.released", Data: mustJSON(map[string]string{"reason": "idle"})})
 		}
-	}
+	})
 }
 
 // pruneFeed prunes the feed every PruneInterval (Serve did at start). Several hosts on one database may all prune: deleting
@@ -346,7 +337,12 @@ func (s *Server) pruneFeed(ctx context.Context, done <-chan struct{}) {
 	if s.opts.FeedRetention <= 0 {
 		return
 	}
-	t := time.NewTicker(s.opts.PruneInterval)
+	every(ctx, done, s.opts.PruneInterval, func() { s.prune(ctx) })
+}
+
+// every calls fn each interval until done closes or ctx ends.
+func every(ctx context.Context, done <-chan struct{}, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -355,7 +351,7 @@ func (s *Server) pruneFeed(ctx context.Context, done <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.prune(ctx)
+			fn()
 		}
 	}
 }
