@@ -20,35 +20,19 @@ import (
 	"meka.dev/meka/session"
 )
 
-// gitEnv gives git an identity and no user or system config, so the
-// machine's settings do not change what the tests see.
-var gitEnv = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull,
-	"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
-
+// sh is testenv.Sh with its output trimmed, to compare with a literal.
 func sh(t *testing.T, dir, script string) string {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), gitEnv...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v: %s", script, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(testenv.Sh(t, dir, script))
 }
 
 func repo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
-	for _, kv := range gitEnv {
+	for _, kv := range testenv.GitEnv {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v) // for the git bestof runs
 	}
-	dir := t.TempDir()
-	sh(t, dir, "git init -q -b main && echo base > base.txt && git add . && git commit -q -m init")
-	return dir
+	return testenv.GitRepo(t, map[string]string{"base.txt": "base\n"})
 }
 
 // fakeLog is sessions' rows by id.

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -85,24 +83,12 @@ const failing = `{"rounds":[{"error":{"status":400,"body":"{\"error\":{\"message
 // git config of the machine's.
 func bestOfRepo(t *testing.T, url string) (repo string, env []string, git func(string) string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
-	env = isolatedEnv(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+url+"/v1",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	repo = t.TempDir()
+	repo = testenv.GitRepo(t, map[string]string{"base.txt": "base\n"})
+	env = isolatedEnv(t, append([]string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + url + "/v1"}, testenv.GitEnv...)...)
 	git = func(script string) string {
 		t.Helper()
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Dir, cmd.Env = repo, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v: %s", script, err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return strings.TrimSpace(testenv.Sh(t, repo, script))
 	}
-	git("git init -q -b main && echo base > base.txt && git add . && git commit -q -m init")
 	return repo, env, git
 }
 

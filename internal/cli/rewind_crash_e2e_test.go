@@ -20,9 +20,7 @@ import (
 // checkpoint. The command's changes have no checkpoint after them, so
 // they count as changed outside meka: refused first, forced then.
 func TestKilledMidTurnThenRewound(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
+	testenv.NeedGit(t)
 	work := t.TempDir()
 	os.WriteFile(filepath.Join(work, "a.txt"), []byte("hello\n"), 0o644)
 	os.WriteFile(filepath.Join(work, "b.txt"), []byte("keep\n"), 0o644)

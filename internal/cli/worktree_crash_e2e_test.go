@@ -23,22 +23,7 @@ import (
 // worktrees list agrees with git; the worktree can be committed in and
 // removed.
 func TestWorktreeKilledMidTurnLeavesNoLock(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
-	repo := t.TempDir()
-	git := func(dir, script string) string {
-		t.Helper()
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v: %s", script, err, out)
-		}
-		return string(out)
-	}
-	git(repo, "git init -q -b main && printf 'hello\\n' > a.txt && git add . && git -c user.name=t -c user.email=t@t commit -q -m init")
+	repo := testenv.GitRepo(t, map[string]string{"a.txt": "hello\n"})
 	tmp := t.TempDir()
 	fifo := filepath.Join(tmp, "editing")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -93,7 +78,7 @@ func TestWorktreeKilledMidTurnLeavesNoLock(t *testing.T) {
 	if l := locks(); len(l) != 0 {
 		t.Fatalf("locks left after the next start: %q", l)
 	}
-	porcelain := git(repo, "git worktree list --porcelain")
+	porcelain := testenv.Sh(t, repo, "git worktree list --porcelain")
 	if strings.Contains(porcelain, "prunable") || strings.Contains(porcelain, "locked") {
 		t.Fatalf("git worktree list: %s", porcelain)
 	}
@@ -111,7 +96,7 @@ func TestWorktreeKilledMidTurnLeavesNoLock(t *testing.T) {
 	}
 	feat := strings.Fields(strings.Split(list, "\n")[0])[2]
 	// git works in the killed worktree again, and it can be removed.
-	git(feat, "git -c user.name=t -c user.email=t@t commit -q -a -m after")
+	testenv.Sh(t, feat, "git commit -q -a -m after")
 	if _, errOut, code := run(t, repo, env, "worktrees", "remove", "feat", "--keep-branch"); code != 0 {
 		t.Fatalf("worktrees remove: %s", errOut)
 	}

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,20 +17,7 @@ import (
 // meka worktrees list|remove see and remove it. The repository's own
 // checkout is never touched.
 func TestWorktreeTurnRewoundEndToEnd(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
-	repo := t.TempDir()
-	git := func(dir, script string) {
-		t.Helper()
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v: %s", script, err, out)
-		}
-	}
-	git(repo, "git init -q -b main && printf 'hello\\n' > a.txt && printf 'keep\\n' > b.txt && git add . && git -c user.name=t -c user.email=t@t commit -q -m init")
+	repo := testenv.GitRepo(t, map[string]string{"a.txt": "hello\n", "b.txt": "keep\n"})
 	s, err := script.Parse([]byte(`{"rounds":[
 	 {"tool_calls":[{"id":"w","name":"file_write","arguments":{"path":"new.txt","content":"created\n"}}]},
 	 {"tool_calls":[{"id":"s","name":"shell_execute","arguments":{"command":"sed -i s/hello/bye/ a.txt && rm b.txt"}}]},

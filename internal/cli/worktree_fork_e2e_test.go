@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,22 +17,7 @@ import (
 // the turn's edit and new file are its uncommitted changes. The
 // repository's checkout is not touched.
 func TestForkIntoWorktreeEndToEnd(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
-	repo := t.TempDir()
-	git := func(dir, script string) string {
-		t.Helper()
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v: %s", script, err, out)
-		}
-		return string(out)
-	}
-	git(repo, "git init -q -b main && printf 'hello\\n' > a.txt && git add . && git -c user.name=t -c user.email=t@t commit -q -m init")
+	repo := testenv.GitRepo(t, map[string]string{"a.txt": "hello\n"})
 	s, err := script.Parse([]byte(`{"rounds":[
 	 {"tool_calls":[{"id":"w","name":"file_write","arguments":{"path":"new.txt","content":"created\n"}},
 	                {"id":"e","name":"file_write","arguments":{"path":"a.txt","content":"bye\n"}}]},
@@ -47,7 +31,7 @@ func TestForkIntoWorktreeEndToEnd(t *testing.T) {
 		t.Fatalf("turn: %d %s", code, errOut)
 	}
 	// The user moves on in the checkout after the turn.
-	git(repo, "printf 'later\\n' > a.txt && rm new.txt")
+	testenv.Sh(t, repo, "printf 'later\\n' > a.txt && rm new.txt")
 	list, _, _ := run(t, repo, env, "sessions", "list")
 	id := strings.Fields(strings.Split(strings.TrimSpace(list), "\n")[1])[0]
 	read := func(p string) string { b, _ := os.ReadFile(p); return string(b) }
@@ -80,7 +64,7 @@ func TestForkIntoWorktreeEndToEnd(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "new.txt")); (err == nil) != c.newFile {
 			t.Errorf("turn %s: new.txt there: %v", c.turn, err == nil)
 		}
-		if st := git(dir, "git status --porcelain"); st != c.status {
+		if st := testenv.Sh(t, dir, "git status --porcelain"); st != c.status {
 			t.Errorf("turn %s: git status %q, want %q", c.turn, st, c.status)
 		}
 		if forks, _, _ := run(t, dir, env, "sessions", "list"); !strings.Contains(forks, fork[:8]) {

@@ -3,7 +3,6 @@ package prompt_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,24 +15,12 @@ import (
 
 func gitRepo(t testing.TB) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "no git")
-	}
+	testenv.NeedGit(t)
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	run := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	run("init", "-q", "-b", "trunk")
+	testenv.Sh(t, dir, "git init -q -b trunk")
 	for i := 1; i <= 4; i++ {
 		write(t, filepath.Join(dir, "f.txt"), fmt.Sprint(i))
-		run("add", "f.txt")
-		run("commit", "-q", "-m", fmt.Sprintf("commit number %d", i))
+		testenv.Sh(t, dir, fmt.Sprintf("git add f.txt && git commit -q -m 'commit number %d'", i))
 	}
 	for i := range 25 {
 		write(t, filepath.Join(dir, fmt.Sprintf("new%02d.txt", i)), "x")

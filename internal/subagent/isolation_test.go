@@ -3,7 +3,6 @@ package subagent_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,32 +18,6 @@ import (
 	"meka.dev/meka/session"
 	"meka.dev/meka/tool"
 )
-
-// gitRepo is a real repository with one commit of a.txt.
-func gitRepo(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh(t, dir, "git init -q -b main && echo one > a.txt && git add a.txt && git -c user.name=t -c user.email=t@t commit -q -m init")
-	return dir
-}
-
-func sh(t *testing.T, dir, script string) string {
-	t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v: %s", script, err, out)
-	}
-	return string(out)
-}
 
 // isolatedFixture is the fixture with the real file tools, confined to
 // each session's roots, and worktrees under wts.
@@ -76,7 +49,7 @@ type isolatedReport struct {
 // branch and the diff stat; a worktree with changes is kept, one without
 // removed with its branch, and made again for a followup.
 func TestSpawnIsolatedInWorktree(t *testing.T) {
-	repo := gitRepo(t)
+	repo := testenv.GitRepo(t, map[string]string{"a.txt": "one\n"})
 	escape := filepath.Join(repo, "escape.txt")
 	f, wts := isolatedFixture(t, `[
 	 {"tool_calls":[{"id":"s1","name":"agent_spawn","arguments":{"task":"edit","isolation":"worktree"}},
@@ -143,7 +116,7 @@ func TestSpawnIsolatedInWorktree(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Path != w.Path {
 		t.Fatalf("worktrees = %+v, %v; want edit's alone", list, err)
 	}
-	if out := sh(t, repo, "git branch --list 'meka/*'"); strings.Count(out, "meka/") != 1 {
+	if out := testenv.Sh(t, repo, "git branch --list 'meka/*'"); strings.Count(out, "meka/") != 1 {
 		t.Fatalf("branches: %q", out)
 	}
 
@@ -164,9 +137,7 @@ func TestSpawnIsolatedInWorktree(t *testing.T) {
 // Isolation in a workspace that is no git repository is refused with a
 // sentence that says why and what to do, and leaves no session behind.
 func TestSpawnIsolatedOutsideRepository(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
+	testenv.NeedGit(t)
 	f, _ := isolatedFixture(t, `[
 	 {"tool_calls":[{"id":"s1","name":"agent_spawn","arguments":{"task":"edit","isolation":"worktree"}}]},
 	 {"text":"refused"}]`, map[string]string{"edit": `[{"text":"never"}]`})
@@ -188,7 +159,7 @@ func TestSpawnIsolatedOutsideRepository(t *testing.T) {
 // RunInWorktree: a sub-agent session of the job's session, in a fresh
 // worktree that is its only writable root, settled by the same rule.
 func TestRunInWorktree(t *testing.T) {
-	repo := gitRepo(t)
+	repo := testenv.GitRepo(t, map[string]string{"a.txt": "one\n"})
 	f, _ := isolatedFixture(t, `[{"text":"unused"}]`, map[string]string{"nightly": `[
 	 {"tool_calls":[{"id":"w1","name":"file_write","arguments":{"path":"b.txt","content":"new\n"}}]},
 	 {"text":"wrote b"}]`})

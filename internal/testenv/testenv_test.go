@@ -2,6 +2,8 @@ package testenv_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -63,5 +65,31 @@ func TestSeedReplays(t *testing.T) {
 	<-done
 	if !strings.HasPrefix(r.ended, "fatal: MEKA_TEST_SEED=\"x\"") {
 		t.Errorf("a bad seed: %q", r.ended)
+	}
+}
+
+// GitRepo commits its files on main as the fixed author, whatever the
+// user's git config says: here a pre-commit hook that refuses.
+func TestGitRepoIgnoresUserConfig(t *testing.T) {
+	home := t.TempDir()
+	hooks := filepath.Join(home, "hooks")
+	if err := os.Mkdir(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = "+hooks+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", home)
+
+	dir := testenv.GitRepo(t, map[string]string{"a.txt": "one\n", "b.txt": "two\n"})
+	if got := testenv.Sh(t, dir, "git log --format='%an %s' && git ls-files && git status --porcelain && git branch --show-current"); got != "t init\na.txt\nb.txt\nmain\n" {
+		t.Errorf("repository: %q", got)
+	}
+	if empty := testenv.GitRepo(t, nil); testenv.Sh(t, empty, "git rev-list --count HEAD") != "1\n" {
+		t.Error("no files: want one empty commit")
 	}
 }

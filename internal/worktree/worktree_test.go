@@ -16,24 +16,9 @@ import (
 
 func repo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
-	dir := t.TempDir()
-	run(t, dir, "git init -q -b main && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m init && echo hi > a.txt && git add a.txt && git -c user.name=t -c user.email=t@t commit -q -m a")
+	dir := testenv.GitRepo(t, nil)
+	testenv.Sh(t, dir, "echo hi > a.txt && git add a.txt && git commit -q -m a")
 	return dir
-}
-
-func run(t *testing.T, dir, script string) string {
-	t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v: %s", script, err, out)
-	}
-	return string(out)
 }
 
 func TestCreateListRemove(t *testing.T) {
@@ -71,7 +56,7 @@ func TestCreateListRemove(t *testing.T) {
 	if _, err := os.Stat(w.Path); !os.IsNotExist(err) {
 		t.Fatalf("directory left: %v", err)
 	}
-	if out := run(t, r, "git branch --list 'meka/*'"); strings.TrimSpace(out) != "" {
+	if out := testenv.Sh(t, r, "git branch --list 'meka/*'"); strings.TrimSpace(out) != "" {
 		t.Fatalf("branch left: %q", out)
 	}
 }
@@ -87,7 +72,7 @@ func TestCreateAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, w.Path, "echo work > new.txt && git add new.txt && git -c user.name=t -c user.email=t@t commit -q -m work")
+	testenv.Sh(t, w.Path, "echo work > new.txt && git add new.txt && git commit -q -m work")
 	os.RemoveAll(w.Path)
 	if _, err := o.Create(ctx, r, "b"); err != nil {
 		t.Fatal(err)
@@ -96,7 +81,7 @@ func TestCreateAfterCrash(t *testing.T) {
 	if err != nil || len(wts) != 1 || wts[0].Name != "b" {
 		t.Fatalf("list after crash: %+v %v", wts, err)
 	}
-	if out := run(t, r, "git worktree list --porcelain"); strings.Contains(out, "prunable") || strings.Contains(out, "locked") {
+	if out := testenv.Sh(t, r, "git worktree list --porcelain"); strings.Contains(out, "prunable") || strings.Contains(out, "locked") {
 		t.Fatalf("git still records the lost worktree: %s", out)
 	}
 	again, err := o.Create(ctx, r, "a")
@@ -110,9 +95,7 @@ func TestCreateAfterCrash(t *testing.T) {
 }
 
 func TestNotARepository(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
+	testenv.NeedGit(t)
 	o := worktree.Options{Dir: t.TempDir()}
 	if _, err := o.Create(context.Background(), t.TempDir(), "x"); !errors.Is(err, worktree.ErrNotRepository) || !strings.Contains(err.Error(), "not in a git repository") {
 		t.Fatalf("err = %v", err)
@@ -132,7 +115,7 @@ func TestChangesAndSettle(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Ignored files are not changes.
-	run(t, clean.Path, "mkdir -p out && echo x > out/bin && ex=$(git rev-parse --git-path info/exclude) && mkdir -p $(dirname $ex) && echo out/ >> $ex")
+	testenv.Sh(t, clean.Path, "mkdir -p out && echo x > out/bin && ex=$(git rev-parse --git-path info/exclude) && mkdir -p $(dirname $ex) && echo out/ >> $ex")
 	c, kept, err := o.Settle(ctx, clean)
 	if err != nil || kept || !c.Empty() || c.Stat != "" {
 		t.Fatalf("settle of an unchanged worktree: %+v kept=%v %v", c, kept, err)
@@ -140,7 +123,7 @@ func TestChangesAndSettle(t *testing.T) {
 	if _, err := os.Stat(clean.Path); !os.IsNotExist(err) {
 		t.Fatalf("unchanged worktree left: %v", err)
 	}
-	if out := run(t, r, "git branch --list meka/clean"); strings.TrimSpace(out) != "" {
+	if out := testenv.Sh(t, r, "git branch --list meka/clean"); strings.TrimSpace(out) != "" {
 		t.Fatalf("its branch left: %q", out)
 	}
 
@@ -148,8 +131,8 @@ func TestChangesAndSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, w.Path, "printf 'one\\ntwo\\n' > new.txt && echo bye > a.txt")
-	indexBefore := run(t, w.Path, "git ls-files --stage")
+	testenv.Sh(t, w.Path, "printf 'one\\ntwo\\n' > new.txt && echo bye > a.txt")
+	indexBefore := testenv.Sh(t, w.Path, "git ls-files --stage")
 	// A process that did not create it (a restarted meka) finds the same base.
 	again, err := o.Open(ctx, w.Path)
 	if err != nil || again.Base != w.Base || again.Branch != "meka/busy" || again.Name != "busy" {
@@ -163,10 +146,10 @@ func TestChangesAndSettle(t *testing.T) {
 		!strings.Contains(c.Stat, "new.txt") || !strings.Contains(c.Stat, "a.txt") {
 		t.Fatalf("uncommitted changes: %+v", c)
 	}
-	if after := run(t, w.Path, "git ls-files --stage"); after != indexBefore {
+	if after := testenv.Sh(t, w.Path, "git ls-files --stage"); after != indexBefore {
 		t.Fatalf("the worktree's index changed:\n%s\nwas\n%s", after, indexBefore)
 	}
-	run(t, w.Path, "git add -A && git -c user.name=t -c user.email=t@t commit -q -m work")
+	testenv.Sh(t, w.Path, "git add -A && git commit -q -m work")
 	c, kept, err = o.Settle(ctx, again)
 	if err != nil || !kept || c.Commits != 1 || c.Uncommitted || c.Files != 2 {
 		t.Fatalf("settle of a worktree with a commit: %+v kept=%v %v", c, kept, err)
@@ -185,7 +168,7 @@ func TestCreateFromWorktreeHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, a.Path, "echo more > more.txt && git add more.txt && git -c user.name=t -c user.email=t@t commit -q -m more")
+	testenv.Sh(t, a.Path, "echo more > more.txt && git add more.txt && git commit -q -m more")
 	b, err := o.Create(ctx, a.Path, "b")
 	if err != nil {
 		t.Fatal(err)
@@ -199,11 +182,9 @@ func TestCreateFromWorktreeHead(t *testing.T) {
 }
 
 func TestNoCommitYet(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		testenv.Skip(t, "git is not installed")
-	}
+	testenv.NeedGit(t)
 	dir := t.TempDir()
-	run(t, dir, "git init -q")
+	testenv.Sh(t, dir, "git init -q")
 	o := worktree.Options{Dir: t.TempDir()}
 	if _, err := o.Create(context.Background(), dir, "x"); err == nil || !strings.Contains(err.Error(), "no commit") {
 		t.Fatalf("err = %v", err)
@@ -224,7 +205,7 @@ func TestListClearsStaleLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := strings.TrimSpace(run(t, w.Path, "git rev-parse --absolute-git-dir"))
+	admin := strings.TrimSpace(testenv.Sh(t, w.Path, "git rev-parse --absolute-git-dir"))
 	lock := filepath.Join(admin, "index.lock")
 	os.WriteFile(lock, nil, 0o644)
 	// A process working in the worktree: the lock may be its.
@@ -248,5 +229,5 @@ func TestListClearsStaleLocks(t *testing.T) {
 	if _, err := os.Stat(lock); !os.IsNotExist(err) {
 		t.Fatalf("stale lock left: %v", err)
 	}
-	run(t, w.Path, "echo x > b.txt && git add b.txt")
+	testenv.Sh(t, w.Path, "echo x > b.txt && git add b.txt")
 }
