@@ -55,8 +55,6 @@ type Options struct {
 	Worktrees worktree.Options
 	Runner    Runner
 	Log       Log
-	// Git is the git program; "" means "git".
-	Git string
 	// Progress receives a line as each candidate starts and finishes;
 	// nil means none.
 	Progress io.Writer

@@ -1,57 +1,17 @@
 package bestof
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 )
 
-// git runs git in dir and returns its stdout without its last newlines
-// (leading spaces are meaningful in --stat and --porcelain). A variable that
-// points git at another repository (a hook's GIT_DIR) is dropped, so each
-// command acts on dir's.
+// git runs git in dir as the worktrees do (worktree.Options.RunGit).
 func (o Options) git(ctx context.Context, dir string, args ...string) (string, error) {
-	g := o.Git
-	if g == "" {
-		g = "git"
-	}
-	cmd := exec.CommandContext(ctx, g, args...)
-	cmd.Dir = dir
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_DIR=") && !strings.HasPrefix(kv, "GIT_WORK_TREE=") && !strings.HasPrefix(kv, "GIT_INDEX_FILE=") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = strings.TrimSpace(out.String())
-		}
-		return "", &GitError{Args: args, Err: err, Stderr: msg}
-	}
-	return strings.TrimRight(out.String(), "\n"), nil
+	return o.Worktrees.RunGit(ctx, dir, args...)
 }
-
-// GitError is a git command that failed.
-type GitError struct {
-	Args   []string
-	Err    error
-	Stderr string
-}
-
-func (e *GitError) Error() string {
-	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.Args, " "), e.Err, e.Stderr)
-}
-func (e *GitError) Unwrap() error { return e.Err }
 
 // exitStatus is a failed git command's exit status, -1 if it did not run.
 func exitStatus(err error) int {

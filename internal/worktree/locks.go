@@ -24,11 +24,11 @@ func (o Options) clearLocks(ctx context.Context, w Worktree) {
 		return
 	}
 	var locks []string
-	if common, err := o.git(ctx, w.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil && w.Branch != "" {
+	if common, err := o.RunGit(ctx, w.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir"); err == nil && w.Branch != "" {
 		locks = append(locks, filepath.Join(common, "refs", "heads", filepath.FromSlash(w.Branch)+".lock"))
 	}
 	// The worktree's own administrative directory (.git/worktrees/X).
-	if admin, err := o.git(ctx, w.Path, "rev-parse", "--absolute-git-dir"); err == nil {
+	if admin, err := o.RunGit(ctx, w.Path, "rev-parse", "--absolute-git-dir"); err == nil {
 		entries, _ := os.ReadDir(admin)
 		for _, e := range entries {
 			if !e.IsDir() && strings.HasSuffix(e.Name(), ".lock") {

@@ -71,11 +71,15 @@ var (
 	ErrNotRepository = errors.New("not in a git repository")
 )
 
-func (o Options) git(ctx context.Context, dir string, args ...string) (string, error) {
+// RunGit runs git in dir and returns its stdout without its last
+// newlines (leading spaces are meaningful in --stat and --porcelain). A
+// variable that points git at another repository (a hook's GIT_DIR) is
+// dropped, so each command acts on dir's. A failure is a *GitError.
+func (o Options) RunGit(ctx context.Context, dir string, args ...string) (string, error) {
 	return o.gitEnv(ctx, dir, nil, args...)
 }
 
-// gitEnv runs git in dir with extra environment variables set.
+// gitEnv is RunGit with extra environment variables set.
 func (o Options) gitEnv(ctx context.Context, dir string, extra []string, args ...string) (string, error) {
 	g := o.Git
 	if g == "" {
@@ -93,15 +97,33 @@ func (o Options) gitEnv(ctx context.Context, dir string, extra []string, args ..
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(errb.String()))
+		msg := strings.TrimSpace(errb.String())
+		if msg == "" {
+			msg = strings.TrimSpace(out.String()) // merge reports conflicts on stdout
+		}
+		return "", &GitError{Args: args, Err: err, Stderr: msg}
 	}
-	return strings.TrimSpace(out.String()), nil
+	return strings.TrimRight(out.String(), "\n"), nil
 }
+
+// GitError is a git command that failed.
+type GitError struct {
+	Args []string
+	Err  error
+	// Stderr is what git said, or its stdout when it said nothing on
+	// stderr.
+	Stderr string
+}
+
+func (e *GitError) Error() string {
+	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.Args, " "), e.Err, e.Stderr)
+}
+func (e *GitError) Unwrap() error { return e.Err }
 
 // Top is the main working tree of the repository dir is in, from any of
 // its worktrees.
 func (o Options) Top(ctx context.Context, dir string) (string, error) {
-	common, err := o.git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := o.RunGit(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
@@ -134,7 +156,7 @@ func (o Options) Create(ctx context.Context, dir, name string) (Worktree, error)
 	if err != nil {
 		return Worktree{}, err
 	}
-	if _, err := o.git(ctx, top, "worktree", "prune"); err != nil {
+	if _, err := o.RunGit(ctx, top, "worktree", "prune"); err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
 	}
 	// What a killed meka left locked in its other worktrees is cleared.
@@ -148,29 +170,29 @@ func (o Options) Create(ctx context.Context, dir, name string) (Worktree, error)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
 	}
-	head, err := o.git(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	head, err := o.RunGit(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}")
 	if err != nil {
 		return Worktree{}, fmt.Errorf("worktree: the repository of %s has no commit yet: commit once, then a worktree can start from it", dir)
 	}
 	branch := BranchPrefix + name
 	base := head
 	args := []string{"worktree", "add", "-b", branch, path, head}
-	if _, err := o.git(ctx, top, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err == nil {
+	if _, err := o.RunGit(ctx, top, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err == nil {
 		// The branch of a worktree removed with --keep-branch, or lost
 		// with its directory: its work is taken up again, not reset.
 		args = []string{"worktree", "add", path, branch}
-		if mb, err := o.git(ctx, top, "merge-base", head, branch); err == nil {
+		if mb, err := o.RunGit(ctx, top, "merge-base", head, branch); err == nil {
 			base = mb
 		}
 	}
-	if _, err := o.git(ctx, top, args...); err != nil {
+	if _, err := o.RunGit(ctx, top, args...); err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
 	}
 	w := Worktree{Name: name, Path: path, Branch: branch, Repo: top, Base: base}
 	// The base goes in the worktree's own administrative directory, which
 	// git deletes with it, so that a later process (a restarted meka)
 	// compares with the same commit.
-	if admin, err := o.git(ctx, path, "rev-parse", "--absolute-git-dir"); err == nil {
+	if admin, err := o.RunGit(ctx, path, "rev-parse", "--absolute-git-dir"); err == nil {
 		_ = os.WriteFile(filepath.Join(admin, baseFile), []byte(base+"\n"), 0o600)
 	}
 	return w, nil
@@ -191,7 +213,7 @@ func (o Options) Open(ctx context.Context, path string) (Worktree, error) {
 		if resolved(w.Path) != want {
 			continue
 		}
-		if admin, err := o.git(ctx, path, "rev-parse", "--absolute-git-dir"); err == nil {
+		if admin, err := o.RunGit(ctx, path, "rev-parse", "--absolute-git-dir"); err == nil {
 			if b, err := os.ReadFile(filepath.Join(admin, baseFile)); err == nil {
 				w.Base = strings.TrimSpace(string(b))
 			}
@@ -199,7 +221,7 @@ func (o Options) Open(ctx context.Context, path string) (Worktree, error) {
 		if w.Base == "" {
 			// Not made by this version: the fork point from the main
 			// checkout is the best guess.
-			if mb, err := o.git(ctx, w.Repo, "merge-base", "HEAD", w.Branch); err == nil {
+			if mb, err := o.RunGit(ctx, w.Repo, "merge-base", "HEAD", w.Branch); err == nil {
 				w.Base = mb
 			}
 		}
@@ -215,7 +237,7 @@ func (o Options) List(ctx context.Context, dir string) ([]Worktree, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := o.git(ctx, top, "worktree", "list", "--porcelain")
+	out, err := o.RunGit(ctx, top, "worktree", "list", "--porcelain")
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
@@ -257,17 +279,17 @@ func (o Options) Remove(ctx context.Context, dir, name string, force, keepBranch
 			continue
 		}
 		if w.Locked {
-			o.git(ctx, w.Repo, "worktree", "unlock", w.Path)
+			o.RunGit(ctx, w.Repo, "worktree", "unlock", w.Path)
 		}
 		args := []string{"worktree", "remove", w.Path}
 		if force {
 			args = []string{"worktree", "remove", "--force", w.Path}
 		}
-		if _, err := o.git(ctx, w.Repo, args...); err != nil {
+		if _, err := o.RunGit(ctx, w.Repo, args...); err != nil {
 			return fmt.Errorf("worktree %s: %w (--force removes it with its changes)", name, err)
 		}
 		if !keepBranch && strings.HasPrefix(w.Branch, BranchPrefix) {
-			if _, err := o.git(ctx, w.Repo, "branch", "-D", w.Branch); err != nil {
+			if _, err := o.RunGit(ctx, w.Repo, "branch", "-D", w.Branch); err != nil {
 				return fmt.Errorf("worktree %s: %w", name, err)
 			}
 		}
@@ -283,7 +305,7 @@ func (o Options) Prune(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	_, err = o.git(ctx, top, "worktree", "prune")
+	_, err = o.RunGit(ctx, top, "worktree", "prune")
 	return err
 }
 
@@ -318,7 +340,7 @@ func (c Changes) Empty() bool { return c.Commits == 0 && !c.Uncommitted }
 // is not touched: untracked files are staged in a copy of it.
 func (o Options) Changes(ctx context.Context, w Worktree) (Changes, error) {
 	var c Changes
-	status, err := o.git(ctx, w.Path, "status", "--porcelain")
+	status, err := o.RunGit(ctx, w.Path, "status", "--porcelain")
 	if err != nil {
 		return c, fmt.Errorf("worktree %s: %w", w.Name, err)
 	}
@@ -327,7 +349,7 @@ func (o Options) Changes(ctx context.Context, w Worktree) (Changes, error) {
 	if base == "" {
 		base = "HEAD"
 	}
-	n, err := o.git(ctx, w.Path, "rev-list", "--count", base+"..HEAD")
+	n, err := o.RunGit(ctx, w.Path, "rev-list", "--count", base+"..HEAD")
 	if err != nil {
 		return c, fmt.Errorf("worktree %s: %w", w.Name, err)
 	}
@@ -338,10 +360,10 @@ func (o Options) Changes(ctx context.Context, w Worktree) (Changes, error) {
 			return c, fmt.Errorf("worktree %s: %w", w.Name, err)
 		}
 	}
-	if c.Stat, err = o.git(ctx, w.Path, "diff", "--stat=100", base, tree); err != nil {
+	if c.Stat, err = o.RunGit(ctx, w.Path, "diff", "--stat=100", base, tree); err != nil {
 		return c, fmt.Errorf("worktree %s: %w", w.Name, err)
 	}
-	num, err := o.git(ctx, w.Path, "diff", "--numstat", base, tree)
+	num, err := o.RunGit(ctx, w.Path, "diff", "--numstat", base, tree)
 	if err != nil {
 		return c, fmt.Errorf("worktree %s: %w", w.Name, err)
 	}
@@ -362,7 +384,7 @@ func (o Options) Changes(ctx context.Context, w Worktree) (Changes, error) {
 // snapshot writes the tree of w's files as they are, untracked ones
 // included, through a copy of its index.
 func (o Options) snapshot(ctx context.Context, w Worktree) (string, error) {
-	index, err := o.git(ctx, w.Path, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	index, err := o.RunGit(ctx, w.Path, "rev-parse", "--path-format=absolute", "--git-path", "index")
 	if err != nil {
 		return "", err
 	}
@@ -410,7 +432,7 @@ func (o Options) Settle(ctx context.Context, w Worktree) (c Changes, kept bool, 
 // the same repository, in its main checkout or another worktree) stands
 // in its own checkout, made if missing.
 func (w Worktree) Within(ctx context.Context, o Options, dir string) (string, error) {
-	top, err := o.git(ctx, dir, "rev-parse", "--show-toplevel")
+	top, err := o.RunGit(ctx, dir, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return "", fmt.Errorf("worktree: %w", err)
 	}
@@ -431,7 +453,7 @@ func (o Options) CanCreate(ctx context.Context, dir string) error {
 	if _, err := o.Top(ctx, dir); err != nil {
 		return err
 	}
-	if _, err := o.git(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
+	if _, err := o.RunGit(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
 		return fmt.Errorf("worktree: the repository of %s has no commit yet", dir)
 	}
 	return nil

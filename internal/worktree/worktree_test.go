@@ -231,3 +231,25 @@ func TestListClearsStaleLocks(t *testing.T) {
 	}
 	testenv.Sh(t, w.Path, "echo x > b.txt && git add b.txt")
 }
+
+// RunGit acts on dir's repository even when a hook's GIT_DIR names
+// another, keeps the leading spaces git aligns its output with, and says
+// what git said when it fails.
+func TestRunGit(t *testing.T) {
+	r := repo(t)
+	testenv.Sh(t, r, "echo bye > a.txt")
+	other := testenv.GitRepo(t, nil)
+	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
+	t.Setenv("GIT_WORK_TREE", other)
+	var o worktree.Options
+	if out, err := o.RunGit(t.Context(), r, "status", "--porcelain"); err != nil || out != " M a.txt" {
+		t.Fatalf("status = %q, %v", out, err)
+	}
+	_, err := o.RunGit(t.Context(), r, "rev-parse", "--verify", "no-such-branch")
+	var ge *worktree.GitError
+	var exit *exec.ExitError
+	if !errors.As(err, &ge) || ge.Args[0] != "rev-parse" || !strings.Contains(ge.Stderr, "Needed a single revision") ||
+		!errors.As(err, &exit) || exit.ExitCode() != 128 {
+		t.Fatalf("err = %v", err)
+	}
+}
