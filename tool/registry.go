@@ -88,11 +88,47 @@ func (r *Registry) Add(tools ...Tool) error {
 // compile compiles a spec's schema; a server-validated schema the
 // validator cannot express compiles to nil, which accepts any arguments.
 func compile(s Spec) (*schema, error) {
-	sch, err := compileSchema(s)
+	sch, err := compiledSchemas.get(s)
 	if err != nil && s.ServerValidated {
 		return nil, nil
 	}
 	return sch, err
+}
+
+// compiledSchemas keeps what each schema text compiled to: every session
+// of a process registers the same tools, and a compiled schema is never
+// changed, so sessions share it.
+var compiledSchemas = schemaCache{m: make(map[string]compiled)}
+
+// schemaCacheCap bounds the texts kept; past it (MCP servers whose tools
+// keep changing) the cache starts over.
+const schemaCacheCap = 1024
+
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]compiled
+}
+
+type compiled struct {
+	s   *schema
+	err error
+}
+
+func (c *schemaCache) get(s Spec) (*schema, error) {
+	c.mu.Lock()
+	got, ok := c.m[string(s.Schema)]
+	c.mu.Unlock()
+	if ok {
+		return got.s, got.err
+	}
+	got.s, got.err = compileSchema(s)
+	c.mu.Lock()
+	if len(c.m) >= schemaCacheCap {
+		clear(c.m)
+	}
+	c.m[string(s.Schema)] = got
+	c.mu.Unlock()
+	return got.s, got.err
 }
 
 // AddSource adds a changing set of tools. Its tools are taken on every
