@@ -127,7 +127,9 @@ func compileNode(raw json.RawMessage, at string) (*schema, error) {
 
 // keyword compiles one keyword of the schema at at into s.
 func (s *schema) keyword(kw string, v json.RawMessage, at string) error {
-	here := at + "/" + escapePointer(kw)
+	// here locates the keyword's subschemas; only the keywords that have
+	// some spell it out.
+	here := func() string { return at + "/" + escapePointer(kw) }
 	bad := func(want string) error { return fmt.Errorf("at %s: %s must be %s", at, kw, want) }
 	var err error
 	switch kw {
@@ -140,13 +142,14 @@ func (s *schema) keyword(kw string, v json.RawMessage, at string) error {
 		}
 	case "properties":
 		s.byName = make(map[string]*schema)
+		props := here()
 		err = eachMember(v, func(name string, raw json.RawMessage) error {
-			sub, err := compileNode(raw, here+"/"+escapePointer(name))
+			sub, err := compileNode(raw, props+"/"+escapePointer(name))
 			if err != nil {
 				return err
 			}
 			if _, dup := s.byName[name]; dup {
-				return fmt.Errorf("at %s: property %q is declared twice", here, name)
+				return fmt.Errorf("at %s: property %q is declared twice", props, name)
 			}
 			s.byName[name] = sub
 			s.props = append(s.props, prop{name, sub})
@@ -162,7 +165,7 @@ func (s *schema) keyword(kw string, v json.RawMessage, at string) error {
 		}
 		s.required = names
 	case "additionalProperties":
-		sub, err := compileNode(v, here)
+		sub, err := compileNode(v, here())
 		if err != nil {
 			return err
 		}
@@ -173,7 +176,7 @@ func (s *schema) keyword(kw string, v json.RawMessage, at string) error {
 			s.extra = sub
 		}
 	case "items":
-		s.items, err = compileNode(v, here)
+		s.items, err = compileNode(v, here())
 	case "enum":
 		var vals []any
 		if decodeUseNumber(v, &vals) != nil || len(vals) == 0 {
@@ -226,7 +229,7 @@ func (s *schema) keyword(kw string, v json.RawMessage, at string) error {
 		}
 		subs := make([]*schema, len(raws))
 		for i, r := range raws {
-			if subs[i], err = compileNode(r, fmt.Sprintf("%s/%d", here, i)); err != nil {
+			if subs[i], err = compileNode(r, fmt.Sprintf("%s/%d", here(), i)); err != nil {
 				return err
 			}
 		}
@@ -254,8 +257,8 @@ func (s *schema) isTrivial() bool {
 
 func compileType(v json.RawMessage) (typeSet, error) {
 	var names []string
-	var one string
-	if json.Unmarshal(v, &one) == nil {
+	one, err := unquote(v) // the common case, without reflection
+	if err == nil {
 		names = []string{one}
 	} else if json.Unmarshal(v, &names) != nil || len(names) == 0 {
 		return 0, errors.New("type must be a type name or a non-empty array of them")
@@ -293,29 +296,139 @@ func count(v json.RawMessage) (int, bool) {
 var errNotObject = errors.New("not an object")
 
 // eachMember calls f with each member of the JSON object raw, in order.
+// It walks the bytes rather than running a json.Decoder over them: a
+// session compiles every tool's schema when it opens, and the decoder's
+// tokens cost a one-shot more than the rest of the compile. raw is valid
+// JSON (compileSchema checks the whole schema first); a malformed one is
+// an error, never a panic.
 func eachMember(raw json.RawMessage, f func(key string, v json.RawMessage) error) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
 		return errNotObject
 	}
-	for dec.More() {
-		tok, err := dec.Token()
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil
+	}
+	for {
+		end := skipValue(raw, i)
+		if end < 0 || raw[i] != '"' {
+			return errMalformed
+		}
+		key, err := unquote(raw[i:end])
 		if err != nil {
 			return err
 		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return errMalformed
+		}
+		i = skipSpace(raw, i+1)
+		end = skipValue(raw, i)
+		if end < 0 {
+			return errMalformed
+		}
+		if err := f(key, raw[i:end]); err != nil {
 			return err
 		}
-		if err := f(key, v); err != nil {
-			return err
+		i = skipSpace(raw, end)
+		switch {
+		case i < len(raw) && raw[i] == ',':
+			i = skipSpace(raw, i+1)
+		case i < len(raw) && raw[i] == '}':
+			return nil
+		default:
+			return errMalformed
 		}
 	}
-	if _, err := dec.Token(); err != nil {
-		return err
+}
+
+var errMalformed = errors.New("malformed JSON")
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
-	return nil
+	return i
+}
+
+// skipValue returns the index just past the JSON value that starts at
+// b[i], or -1 when there is none to skip.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			i++
+			for i < len(b) && b[i] != '"' {
+				if b[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(b) {
+				return -1
+			}
+			i++
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			if depth == 0 {
+				return -1
+			}
+			depth--
+			i++
+		default:
+			if depth > 0 {
+				i++ // a byte of a number, a literal, a separator or space
+				continue
+			}
+			if isDelim(c) {
+				return -1
+			}
+			for i < len(b) && !isDelim(b[i]) {
+				i++
+			}
+		}
+		if depth == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// isDelim reports whether c ends a number or a literal.
+func isDelim(c byte) bool {
+	switch c {
+	case '"', '{', '}', '[', ']', ',', ':', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+// unquote decodes the JSON string q, quotes included; one with no escape
+// and only printable ASCII is its bytes.
+func unquote(q []byte) (string, error) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return "", errMalformed
+	}
+	plain := true
+	for _, c := range q[1 : len(q)-1] {
+		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(q[1 : len(q)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(q, &s)
+	return s, err
 }
 
 // decodeUseNumber decodes exactly one JSON value from data into v,

@@ -428,3 +428,15 @@ func BenchmarkValidate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompile: every project schema compiled, as a new session's
+// registry does.
+func BenchmarkCompile(b *testing.B) {
+	tools := projectTools(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tool.NewValidator(tools); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
