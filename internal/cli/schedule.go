@@ -182,34 +182,9 @@ func listJobs(ctx context.Context, w io.Writer, db *database, sessionPrefix stri
 			next = "parked"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", short[i], sessShort[j.SessionID],
-			bound(listSchedule(j), scheduleCell), next, gateKind(j), bound(j.Prompt, promptCell))
+			bound(j.Brief(), scheduleCell), next, j.GateKind(), bound(j.Prompt, promptCell))
 	}
 	return tw.Flush()
-}
-
-// listSchedule is the schedule as the list shows it: short, in the job's
-// zone.
-func listSchedule(j schedule.Job) string {
-	switch j.Kind {
-	case schedule.KindEvery:
-		return "every " + j.Spec
-	case schedule.KindCron:
-		return "cron " + j.Spec
-	}
-	return "once " + j.NextAt.In(j.Location()).Format("2006-01-02 15:04")
-}
-
-func gateKind(j schedule.Job) string {
-	g, err := j.ParsedGate()
-	switch {
-	case err != nil:
-		return "?"
-	case g == nil:
-		return "-"
-	case g.Check.IsCommand():
-		return "shell"
-	}
-	return "tool"
 }
 
 // bound cuts s to n characters on one line, marking a cut with "…".

@@ -556,7 +556,7 @@ func jobTable(jobs []schedule.Job, held func(schedule.Job) string, now time.Time
 		if j.Held != "" {
 			next = "parked"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", short[i], fit(jobSchedule(j), 24), next, gateKind(j), held(j), fit(oneLine(j.Prompt), promptCell))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", short[i], fit(j.Brief(), 24), next, j.GateKind(), held(j), fit(oneLine(j.Prompt), promptCell))
 	}
 	tw.Flush()
 	var out []string
@@ -582,29 +582,6 @@ func showJob(j schedule.Job, notFiring string, now time.Time) []string {
 	}
 	out = append(out, "prompt: "+j.Prompt)
 	return out
-}
-
-func jobSchedule(j schedule.Job) string {
-	switch j.Kind {
-	case schedule.KindEvery:
-		return "every " + j.Spec
-	case schedule.KindCron:
-		return "cron " + j.Spec
-	}
-	return "once " + j.NextAt.In(j.Location()).Format("2006-01-02 15:04")
-}
-
-func gateKind(j schedule.Job) string {
-	g, err := j.ParsedGate()
-	switch {
-	case err != nil:
-		return "?"
-	case g == nil:
-		return "-"
-	case g.Check.IsCommand():
-		return "shell"
-	}
-	return "tool"
 }
 
 func gateDescription(j schedule.Job) string {

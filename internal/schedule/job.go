@@ -104,6 +104,33 @@ func (j Job) Describe() string {
 	return "once at " + FormatTime(j.NextAt, j.Location())
 }
 
+// Brief is Describe for a table's cell: "every 30m", "cron 0 9 * * 1-5",
+// "once 2026-08-11 15:22", without the zone.
+func (j Job) Brief() string {
+	switch j.Kind {
+	case KindEvery:
+		return "every " + j.Spec
+	case KindCron:
+		return "cron " + j.Spec
+	}
+	return "once " + j.NextAt.In(j.Location()).Format("2006-01-02 15:04")
+}
+
+// GateKind names the job's gate for a table's cell: "shell" or "tool" by
+// its check, "-" for none, "?" for one that cannot be read.
+func (j Job) GateKind() string {
+	g, err := j.ParsedGate()
+	switch {
+	case err != nil:
+		return "?"
+	case g == nil:
+		return "-"
+	case g.Check.IsCommand():
+		return "shell"
+	}
+	return "tool"
+}
+
 // FormatTime renders t for people in loc, to the minute, with the zone's
 // abbreviation: "2026-08-11 15:22 CEST".
 func FormatTime(t time.Time, loc *time.Location) string {
