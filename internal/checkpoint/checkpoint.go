@@ -3,10 +3,12 @@
 //
 // Each root has a shadow git repository in the data directory (as Gemini
 // CLI does), which meka writes and reads in-process: a snapshot stats
-// the root's files, reads only those a stat cache (path, size, mtime,
-// ctime, inode, mode → blob) cannot vouch for, and writes new blobs and
-// trees as git's loose objects, so its cost is a walk of the tree plus
-// the files that changed, and no git process runs on a turn's path. The
+// only the entries a watcher of the root (inotify) reported since the
+// last one, or, where events cannot be trusted, every file (track.go);
+// it reads only those a stat cache (path, size, mtime, ctime, inode,
+// mode → blob) cannot vouch for, and writes new blobs and trees as git's
+// loose objects, so its cost is the files that changed, and no git
+// process runs on a turn's path. The
 // object store deduplicates content; the root's .gitignore files keep
 // build output out, matched as git matches them. Snapshots are taken
 // before a turn's first mutating call and after each one, whatever made
@@ -115,11 +117,24 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		sh := newShadow(opts.Git, opts.Dir, abs)
 		if err := sh.init(ctx); err != nil {
+			s.Close()
 			return nil, err
 		}
+		sh.track = newTracked()
 		s.repos = append(s.repos, sh)
 	}
 	return s, nil
+}
+
+// Close stops watching the roots; later snapshots scan them whole.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.repos {
+		r.track.close()
+		r.track = nil
+	}
+	return nil
 }
 
 // repo is the shadow of root, one of opts.Roots or a root a recorded point

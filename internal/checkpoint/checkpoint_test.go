@@ -39,6 +39,7 @@ func open(t testing.TB, root string, o checkpoint.Options) *checkpoint.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 

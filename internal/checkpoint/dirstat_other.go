@@ -5,6 +5,7 @@ package checkpoint
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // readDir lists a directory and stats its files and symlinks; with no
@@ -39,4 +40,27 @@ func readDir(abs string) ([]dirent, error) {
 		out[i].st = statKey{mode: mode, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	}
 	return out, nil
+}
+
+// statEntry stats one entry of a directory.
+func statEntry(dir, name string) (dirent, error) {
+	fi, err := os.Lstat(filepath.Join(dir, name))
+	if err != nil {
+		return dirent{}, err
+	}
+	d := dirent{name: name, typ: fi.Mode().Type()}
+	mode := uint32(modeFile)
+	switch {
+	case fi.IsDir():
+		return d, nil
+	case fi.Mode()&fs.ModeSymlink != 0:
+		mode = modeLink
+	case !fi.Mode().IsRegular():
+		d.typ = fs.ModeIrregular
+		return d, nil
+	case fi.Mode()&0o100 != 0:
+		mode = modeExec
+	}
+	d.st = statKey{mode: mode, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	return d, nil
 }

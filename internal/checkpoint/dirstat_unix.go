@@ -5,6 +5,7 @@ package checkpoint
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,24 +35,40 @@ func readDir(abs string) ([]dirent, error) {
 			out[i].typ = fs.ModeIrregular // gone since listed
 			continue
 		}
-		mode := uint32(modeFile)
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFLNK:
-			mode = modeLink
-		case unix.S_IFREG:
-			if st.Mode&0o100 != 0 {
-				mode = modeExec
-			}
-		default:
-			out[i].typ = fs.ModeIrregular // replaced since listed
-			continue
-		}
-		mt, ct := times(&st)
-		out[i].typ = 0
-		if mode == modeLink {
-			out[i].typ = fs.ModeSymlink
-		}
-		out[i].st = statKey{mode: mode, size: st.Size, mtime: mt, ctime: ct, ino: uint64(st.Ino)}
+		out[i] = direntOf(d.Name(), &st)
 	}
 	return out, nil
+}
+
+// statEntry stats one entry of a directory.
+func statEntry(dir, name string) (dirent, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(dir, name), &st); err != nil {
+		return dirent{}, err
+	}
+	return direntOf(name, &st), nil
+}
+
+func direntOf(name string, st *unix.Stat_t) dirent {
+	d := dirent{name: name}
+	mode := uint32(modeFile)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		d.typ = fs.ModeDir
+		return d
+	case unix.S_IFLNK:
+		mode = modeLink
+		d.typ = fs.ModeSymlink
+	case unix.S_IFREG:
+		if st.Mode&0o100 != 0 {
+			mode = modeExec
+		}
+	default:
+		d.typ = fs.ModeIrregular
+		return d
+	}
+	mt, ct := times(st)
+	d.st = statKey{mode: mode, size: st.Size, mtime: mt, ctime: ct, ino: uint64(st.Ino)}
+	d.linked = mode != modeLink && uint64(st.Nlink) > 1
+	return d
 }

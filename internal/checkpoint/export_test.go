@@ -28,3 +28,24 @@ func Files(s *Store, p Point, root string) ([]string, error) {
 
 // Wildmatch is git's wildmatch, with WM_PATHNAME.
 func Wildmatch(pat, text string) bool { return wildmatch(pat, text, true) }
+
+// LoseEvents makes each root's next snapshot lose the events queued, as
+// an overflowed inotify queue does.
+func LoseEvents(s *Store) {
+	for _, r := range s.repos {
+		if r.track != nil {
+			r.track.overflow = true
+		}
+	}
+}
+
+// FullScan says whether the last snapshot listed every directory of some
+// root instead of only what the watcher reported.
+func FullScan(s *Store) bool {
+	for _, r := range s.repos {
+		if r.track == nil || r.track.lastFull {
+			return true
+		}
+	}
+	return false
+}

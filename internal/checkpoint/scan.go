@@ -13,10 +13,11 @@ import (
 	"time"
 )
 
-// A snapshot stats every file of the root (a few milliseconds for ten
-// thousand) and reads only those whose stat differs from the stat cache:
-// path, size, mtime, ctime, inode and mode → blob, as git's index keeps
-// them. Trees are built in-process; only new objects are written.
+// A full snapshot stats every file of the root (tens of milliseconds for
+// ten thousand; an incremental one only the names events reported) and
+// reads only those whose stat differs from the stat cache: path, size,
+// mtime, ctime, inode and mode → blob, as git's index keeps them. Trees
+// are built in-process; only new objects are written.
 
 // statKey is what must not have moved for a file's recorded blob to be
 // trusted.
@@ -137,153 +138,306 @@ func (c *statCache) save(entries map[string]cached) error {
 	return nil
 }
 
-// scan is one snapshot's walk of a root.
+// scan is one snapshot's walk of a root: a full one lists every
+// directory; an incremental one (see track.go) revisits only the names
+// the watcher reported and reuses the trees of the rest.
 type scan struct {
 	root    string
 	objs    objects
 	maxFile int64
-	old     map[string]cached
-	next    map[string]cached
-	trusted int64    // unix ns: stat times before this are cached
-	skipped []string // slash-separated, relative to root
-	written int64    // bytes of new objects
-	dirty   bool     // next has entries old lacks or has otherwise
+	trusted int64 // unix ns: stat times before this are cached
+	written int64 // bytes of new objects
+	track   *tracked
+	// old is the stat cache as loaded. A full scan builds next, the cache
+	// of what it saw; an incremental one collects edits to old.
+	old   map[string]cached
+	next  map[string]cached
+	edits map[string]cacheEdit
+	// replaced are the nodes a name no longer leads to: their watches are
+	// removed after the walk, unless a new node took them over.
+	replaced []*dirNode
+}
+
+type cacheEdit struct {
+	c   cached
+	del bool
+}
+
+func (sc *scan) incremental() bool { return sc.edits != nil }
+
+func (sc *scan) cacheSet(rel string, c cached) {
+	if sc.incremental() {
+		sc.edits[rel] = cacheEdit{c: c}
+		return
+	}
+	sc.next[rel] = c
+}
+
+func (sc *scan) cacheDel(rel string) {
+	if sc.incremental() {
+		sc.edits[rel] = cacheEdit{del: true}
+	}
+}
+
+// cacheChanged says whether the stat cache must be written again, and
+// applies an incremental scan's edits to it.
+func (sc *scan) cacheChanged() bool {
+	if !sc.incremental() {
+		if len(sc.next) != len(sc.old) {
+			return true
+		}
+		for rel, c := range sc.next {
+			if o, ok := sc.old[rel]; !ok || o != c {
+				return true
+			}
+		}
+		return false
+	}
+	changed := false
+	for rel, e := range sc.edits {
+		o, ok := sc.old[rel]
+		switch {
+		case e.del && ok:
+			delete(sc.old, rel)
+			changed = true
+		case !e.del && (!ok || o != e.c):
+			sc.old[rel] = e.c
+			changed = true
+		}
+	}
+	sc.next = sc.old
+	return changed
 }
 
 // worktreesDir holds meka's own worktrees inside a root: other sessions'
 // files, never snapshotted.
 const worktreesDir = ".meka/worktrees"
 
-// dir snapshots the directory at rel ("" for the root) and returns its
-// tree; ok is false when it holds nothing to record (git keeps no empty
-// directories).
-func (sc *scan) dir(rel string, ign ignoreStack) (oid, bool, error) {
-	abs := sc.root
-	if rel != "" {
-		abs = filepath.Join(sc.root, filepath.FromSlash(rel))
+// dirNode is one directory as the last snapshot recorded it: what its
+// tree is made of, so that a snapshot can rebuild the tree from the names
+// that changed.
+type dirNode struct {
+	parent *dirNode
+	name   string // in parent
+	rel    string // slash-separated, relative to the root; "" for the root
+	ign    *ignoreFile
+	files  map[string]fileEntry // the files and symlinks recorded
+	dirs   map[string]*dirNode  // the subdirectories walked
+	nested map[string]bool      // subdirectories that are repositories of their own
+	large  []string             // names of files over the size limit
+	tree   oid
+	ok     bool     // tree records something (git keeps no empty directories)
+	skip   []string // the files over the limit in the subtree, relative to the root
+	// wd is the directory's watch, -1 for none; pending are the names
+	// the watcher reported since, and stale says that pending is not
+	// empty here or below.
+	wd      int
+	pending map[string]change
+	stale   bool
+}
+
+// fileEntry is a file or symlink recorded.
+type fileEntry struct {
+	mode uint32
+	id   oid
+	// linked says the file has other hard links, through which a write
+	// raises no event here: it is looked at on every snapshot.
+	linked bool
+}
+
+func newNode(parent *dirNode, name string) *dirNode {
+	n := &dirNode{parent: parent, name: name, wd: -1}
+	if parent != nil {
+		n.rel = childRel(parent.rel, name)
 	}
+	return n
+}
+
+func childRel(rel, name string) string {
+	if rel == "" {
+		return name
+	}
+	return rel + "/" + name
+}
+
+func (sc *scan) abs(rel string) string {
+	if rel == "" {
+		return sc.root
+	}
+	return filepath.Join(sc.root, filepath.FromSlash(rel))
+}
+
+// nestedRepo says a directory is a repository of its own: git records
+// only its commit, and meka leaves it alone.
+func nestedRepo(abs string) bool {
+	_, err := os.Lstat(filepath.Join(abs, ".git"))
+	return err == nil
+}
+
+// errGone says a directory went, or cannot be read, mid-walk: it is not
+// recorded.
+var errGone = errors.New("checkpoint: directory gone")
+
+// list records the directory of n afresh. It is watched before it is
+// read: a change after the read raises an event for the next snapshot.
+func (sc *scan) list(n *dirNode, ign ignoreStack) error {
+	abs := sc.abs(n.rel)
+	sc.track.watch(n, abs)
 	des, err := readDir(abs)
 	if err != nil {
-		if rel != "" && (errors.Is(err, os.ErrNotExist) || errors.Is(err, fs.ErrPermission)) {
-			return oid{}, false, nil // gone or unreadable mid-walk
+		if n.parent != nil && (errors.Is(err, os.ErrNotExist) || errors.Is(err, fs.ErrPermission)) {
+			return errGone
 		}
-		return oid{}, false, fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	for _, d := range des {
 		if d.name == ".gitignore" && d.typ.IsRegular() {
 			if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
-				ign = ign.push(parseIgnore(rel, b))
+				n.ign = parseIgnore(n.rel, b)
 			}
 			break
 		}
 	}
-	es := make([]entry, 0, len(des))
+	ign = ign.push(n.ign)
+	n.files = make(map[string]fileEntry, len(des))
 	for _, d := range des {
-		name := d.name
-		if name == ".git" {
-			continue
-		}
-		crel := name
-		if rel != "" {
-			crel = rel + "/" + name
-		}
-		t := d.typ
-		switch {
-		case t.IsDir():
-			if crel == worktreesDir || ign.ignored(crel, name, true) {
-				continue
-			}
-			// A nested repository is its own: git records only its
-			// commit, and meka leaves it alone.
-			if _, err := os.Lstat(filepath.Join(abs, name, ".git")); err == nil {
-				continue
-			}
-			id, ok, err := sc.dir(crel, ign)
-			if err != nil {
-				return oid{}, false, err
-			}
-			if ok {
-				es = append(es, entry{name: name, mode: modeTree, id: id})
-			}
-		case t.IsRegular() || t&fs.ModeSymlink != 0:
-			if ign.ignored(crel, name, false) {
-				continue
-			}
-			id, ok, err := sc.file(crel, filepath.Join(abs, name), d.st)
-			if err != nil {
-				return oid{}, false, err
-			}
-			if ok {
-				es = append(es, entry{name: name, mode: d.st.mode, id: id})
-			}
+		if err := sc.entry(n, abs, d, ign); err != nil {
+			return err
 		}
 	}
-	if len(es) == 0 && rel != "" {
-		return oid{}, false, nil
+	return sc.seal(n)
+}
+
+// entry records one name of n's directory (at abs) as listed or stat'd.
+func (sc *scan) entry(n *dirNode, abs string, d dirent, ign ignoreStack) error {
+	name := d.name
+	if name == ".git" {
+		return nil
+	}
+	crel := childRel(n.rel, name)
+	switch {
+	case d.typ.IsDir():
+		if crel == worktreesDir || ign.ignored(crel, name, true) {
+			return nil
+		}
+		if nestedRepo(filepath.Join(abs, name)) {
+			if n.nested == nil {
+				n.nested = map[string]bool{}
+			}
+			n.nested[name] = true
+			return nil
+		}
+		c := newNode(n, name)
+		if err := sc.list(c, ign); err != nil {
+			sc.replaced = append(sc.replaced, c)
+			if err == errGone {
+				return nil
+			}
+			return err
+		}
+		if n.dirs == nil {
+			n.dirs = map[string]*dirNode{}
+		}
+		n.dirs[name] = c
+	case d.typ.IsRegular() || d.typ&fs.ModeSymlink != 0:
+		if ign.ignored(crel, name, false) {
+			return nil
+		}
+		return sc.file(n, name, crel, filepath.Join(abs, name), d)
+	}
+	return nil
+}
+
+// seal writes n's tree from what it records.
+func (sc *scan) seal(n *dirNode) error {
+	es := make([]entry, 0, len(n.files)+len(n.dirs))
+	for name, f := range n.files {
+		es = append(es, entry{name: name, mode: f.mode, id: f.id})
+	}
+	n.skip = n.skip[:0]
+	for _, name := range n.large {
+		n.skip = append(n.skip, childRel(n.rel, name))
+	}
+	for name, c := range n.dirs {
+		n.skip = append(n.skip, c.skip...)
+		if c.ok {
+			es = append(es, entry{name: name, mode: modeTree, id: c.tree})
+		}
+	}
+	sc.track.noteVolatile(n)
+	if len(es) == 0 && n.parent != nil {
+		n.tree, n.ok = oid{}, false
+		return nil
 	}
 	// Written unless there: a tree's existence is checked each time, as
 	// pruning (in another process too) may have removed it since.
-	id, n, err := sc.objs.write("tree", encodeTree(es))
+	id, written, err := sc.objs.write("tree", encodeTree(es))
 	if err != nil {
-		return oid{}, false, err
+		return err
 	}
-	sc.written += n
-	return id, true, nil
+	sc.written += written
+	n.tree, n.ok = id, true
+	return nil
 }
 
 // dirent is one entry of a directory, with the stat of a file or symlink.
 type dirent struct {
-	name string
-	typ  fs.FileMode // the type bits: fs.ModeIrregular for what is not recorded
-	st   statKey
+	name   string
+	typ    fs.FileMode // the type bits: fs.ModeIrregular for what is not recorded
+	st     statKey
+	linked bool // a file with more than one hard link
 }
 
 // file records one file or symlink: from the stat cache when its stat has
 // not moved, else read and written as a blob.
-func (sc *scan) file(rel, abs string, key statKey) (oid, bool, error) {
+func (sc *scan) file(n *dirNode, name, rel, abs string, d dirent) error {
+	key := d.st
 	if key.mode != modeLink && sc.maxFile > 0 && key.size > sc.maxFile {
-		sc.skipped = append(sc.skipped, rel)
-		return oid{}, false, nil
+		n.large = append(n.large, name)
+		return nil
 	}
 	if c, ok := sc.old[rel]; ok && c.statKey == key {
-		sc.next[rel] = c
-		return c.id, true, nil
+		sc.cacheSet(rel, c)
+		n.files[name] = fileEntry{mode: key.mode, id: c.id, linked: d.linked}
+		return nil
 	}
 	var body []byte
 	if key.mode == modeLink {
 		t, err := os.Readlink(abs)
 		if err != nil {
-			return oid{}, false, nil
+			return nil
 		}
 		body = []byte(filepath.ToSlash(t))
 	} else {
 		f, err := os.Open(abs)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return oid{}, false, nil
+				return nil
 			}
-			return oid{}, false, fmt.Errorf("checkpoint: %w", err)
+			return fmt.Errorf("checkpoint: %w", err)
 		}
 		// Bounded: a file that grew past the limit since its stat is
 		// named as skipped instead.
 		body, err = io.ReadAll(io.LimitReader(f, sc.maxFile+1))
 		f.Close()
 		if err != nil {
-			return oid{}, false, fmt.Errorf("checkpoint: read %s: %w", abs, err)
+			return fmt.Errorf("checkpoint: read %s: %w", abs, err)
 		}
 		if sc.maxFile > 0 && int64(len(body)) > sc.maxFile {
-			sc.skipped = append(sc.skipped, rel)
-			return oid{}, false, nil
+			n.large = append(n.large, name)
+			return nil
 		}
 	}
-	id, n, err := sc.objs.write("blob", body)
+	id, written, err := sc.objs.write("blob", body)
 	if err != nil {
-		return oid{}, false, err
+		return err
 	}
-	sc.written += n
+	sc.written += written
 	if key.mtime < sc.trusted && key.ctime < sc.trusted {
-		sc.next[rel] = cached{statKey: key, id: id}
-		sc.dirty = true
+		sc.cacheSet(rel, cached{statKey: key, id: id})
+	} else {
+		sc.cacheDel(rel)
 	}
-	return id, true, nil
+	n.files[name] = fileEntry{mode: key.mode, id: id, linked: d.linked}
+	return nil
 }

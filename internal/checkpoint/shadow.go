@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -25,6 +26,7 @@ type shadow struct {
 	root  string // the work tree
 	objs  objects
 	cache statCache // read and written under the Store's mutex
+	track *tracked  // nil for a root only restored
 }
 
 func shadowDir(base, root string) string {
@@ -132,18 +134,39 @@ func gitEnv() []string {
 func (s *shadow) snapshot(maxFile int64, racy time.Duration) (tree string, skipped []string, written int64, err error) {
 	s.cache.load()
 	sc := &scan{root: s.root, objs: s.objs, maxFile: maxFile, old: s.cache.entries,
-		next:    make(map[string]cached, len(s.cache.entries)),
-		trusted: time.Now().Add(-racy).UnixNano()}
-	id, _, err := sc.dir("", nil)
+		trusted: time.Now().Add(-racy).UnixNano(), track: s.track}
+	if sc.old == nil {
+		sc.old = map[string]cached{}
+	}
+	t := s.track
+	root := (*dirNode)(nil)
+	if t.prepare(s.dir) {
+		root, sc.edits = t.root, map[string]cacheEdit{}
+		err = sc.update(root, nil)
+	} else {
+		root, sc.next = newNode(nil, ""), make(map[string]cached, len(sc.old))
+		err = sc.list(root, nil)
+	}
+	sc.unwatch()
+	if t != nil {
+		t.lastFull = sc.edits == nil
+		if err == nil && t.w != nil {
+			t.root = root
+		} else {
+			t.close()
+		}
+	}
 	if err != nil {
 		return "", nil, sc.written, err
 	}
-	if sc.dirty || len(sc.next) != len(sc.old) {
+	if sc.cacheChanged() {
 		if err := s.cache.save(sc.next); err != nil {
 			return "", nil, sc.written, err
 		}
 	}
-	return id.String(), sc.skipped, sc.written, nil
+	skipped = slices.Clone(root.skip)
+	slices.Sort(skipped)
+	return root.tree.String(), skipped, sc.written, nil
 }
 
 // Change is one file that differs between two states of a root.
@@ -197,6 +220,11 @@ func (s *shadow) prune(kept []string) (int64, error) {
 	s.cache.load()
 	for _, c := range s.cache.entries {
 		keep[c.id] = true
+	}
+	// Snapshots that reuse trees recorded before must know that objects
+	// may be gone.
+	if err := stampSwept(s.dir); err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
 	}
 	return s.objs.sweep(keep)
 }

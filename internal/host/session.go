@@ -677,7 +677,7 @@ func (s *Session) close(ctx context.Context) error {
 }
 
 // shutdown stops what the session owns, but not its lock: the report
-// deliverer, then the tasks.
+// deliverer, then the tasks, then the checkpoints' watches.
 func (s *Session) shutdown() {
 	s.stopOnce.Do(func() {
 		s.prompt.stop()
@@ -685,6 +685,9 @@ func (s *Session) shutdown() {
 			close(s.stop)
 			<-s.reporterDone
 			_ = s.tasks.Close()
+		}
+		if s.checkpoints != nil {
+			s.checkpoints.store.Close() // its roots' watches
 		}
 		s.mu.Lock()
 		s.subs = nil
