@@ -121,8 +121,9 @@ type Server struct {
 
 	cache feedCache // the feed\'s newest events, for live streams
 
-	subMu sync.Mutex               // guards subs
-	subs  map[*subscriber]struct{} // live streams, for ephemeral frames
+	subMu  sync.Mutex               // guards subs and subsOf
+	subs   map[*subscriber]struct{} // live streams, for ephemeral frames
+	subsOf map[string]int           // live streams by session, for its cap
 
 	streams atomic.Int64 // event streams being served
 }
@@ -154,7 +155,7 @@ func New(opts Options) (*Server, error) {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux(),
-		sessions: make(map[string]*attached), idem: make(map[string]*idempotency), subs: make(map[*subscriber]struct{})}
+		sessions: make(map[string]*attached), idem: make(map[string]*idempotency), subs: make(map[*subscriber]struct{}), subsOf: make(map[string]int)}
 	s.cache.feed = opts.Feed
 	s.app = web.Handler()
 	s.logins = web.NewLogins(web.LoginOptions{Now: opts.Now, CodeTTL: opts.LoginCodeTTL, SessionTTL: opts.LoginSessionTTL,

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -21,21 +22,60 @@ type subscriber struct {
 // that falls this far behind is cut off and resumes by id.
 const subBuffer = 1024
 
-func (srv *Server) subscribe(sessionID string) *subscriber {
-	sub := &subscriber{session: sessionID, ch: make(chan frame, subBuffer)}
+// Caps on live event streams: each holds a goroutine, a connection and a
+// frame buffer, so a client that opens them in a loop is refused (503)
+// rather than let exhaust the server.
+const (
+	maxSessionStreams = 64  // on one session, /v1/events?session= included
+	maxStreams        = 256 // in all
+)
+
+// errTooManyStreams is subscribe's refusal at a cap.
+type errTooManyStreams struct{ session bool }
+
+func (e errTooManyStreams) Error() string {
+	if e.session {
+		return fmt.Sprintf("this session has %d event streams open, the most it may have; close one (a tab) and try again", maxSessionStreams)
+	}
+	return fmt.Sprintf("the server has %d event streams open, the most it serves; close one (a tab) and try again", maxStreams)
+}
+
+// subscribe registers a stream, or refuses it at a cap.
+func (srv *Server) subscribe(sessionID string) (*subscriber, error) {
 	srv.subMu.Lock()
+	defer srv.subMu.Unlock()
+	switch {
+	case len(srv.subs) >= maxStreams:
+		return nil, errTooManyStreams{}
+	case sessionID != "" && srv.subsOf[sessionID] >= maxSessionStreams:
+		return nil, errTooManyStreams{session: true}
+	}
+	sub := &subscriber{session: sessionID, ch: make(chan frame, subBuffer)}
 	srv.subs[sub] = struct{}{}
-	srv.subMu.Unlock()
-	return sub
+	if sessionID != "" {
+		srv.subsOf[sessionID]++
+	}
+	return sub, nil
 }
 
 func (srv *Server) unsubscribe(sub *subscriber) {
 	srv.subMu.Lock()
-	if _, ok := srv.subs[sub]; ok {
-		delete(srv.subs, sub)
-		close(sub.ch)
-	}
+	srv.dropLocked(sub)
 	srv.subMu.Unlock()
+}
+
+// dropLocked ends a subscription once, with subMu held.
+func (srv *Server) dropLocked(sub *subscriber) {
+	if _, ok := srv.subs[sub]; !ok {
+		return
+	}
+	delete(srv.subs, sub)
+	close(sub.ch)
+	if sub.session != "" {
+		if srv.subsOf[sub.session]--; srv.subsOf[sub.session] == 0 {
+			delete(srv.subsOf, sub.session)
+		}
+	}
 }
 
 // broadcast sends an ephemeral frame (no id) to the session's
@@ -54,8 +94,7 @@ func (srv *Server) broadcast(sessionID, typ string, data any) {
 		select {
 		case sub.ch <- f:
 		default:
-			delete(srv.subs, sub)
-			close(sub.ch)
+			srv.dropLocked(sub)
 		}
 	}
 }
@@ -120,10 +159,17 @@ func (srv *Server) stream(w http.ResponseWriter, r *http.Request, sessionID stri
 			after = n
 		}
 	}
-	sub := srv.subscribe(sessionID) // before the replay: nothing falls between
-	defer srv.unsubscribe(sub)
+	sub, err := srv.subscribe(sessionID) // before the replay: nothing falls between
+	if err != nil {
+		w.Header().Set("Retry-After", "30")
+		writeProblem(w, problem{Status: http.StatusServiceUnavailable, Code: "too-many-streams", Title: "Too many event streams are open", Detail: err.Error()})
+		return
+	}
 	srv.streams.Add(1)
-	defer srv.streams.Add(-1)
+	defer func() {
+		srv.unsubscribe(sub)
+		srv.streams.Add(-1) // after: a client that saw the count fall finds the place free
+	}()
 
 	// A stream's socket keeps a small send buffer: the kernel holds less
 	// for a client that is gone, and the write that finds it comes sooner.

@@ -142,3 +142,67 @@ func TestServePrunesTheFeed(t *testing.T) {
 		t.Fatalf("the feed starts at %d after serve pruned it, want %d", lo, last)
 	}
 }
+
+// Event streams are capped, 64 on one session (its own feed and
+// /v1/events?session= together) and 256 in all: one more is refused with
+// 503 too-many-streams and Retry-After, and a stream that ends gives its
+// place back.
+func TestEventStreamsAreCapped(t *testing.T) {
+	h := newHarness(t, `[]`)
+	addr := strings.TrimPrefix(h.srv.URL, "http://")
+	var s, other sessionRec
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &s)
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &other)
+	refused := func(path, want string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", h.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable { // a stream: its body never ends
+			t.Fatalf("GET %s past the cap: %d, want 503", path, res.StatusCode)
+		}
+		body, _ := io.ReadAll(res.Body)
+		h.spec.check(t, "GET", req.URL.Path, res, body)
+		var p struct{ Code, Detail string }
+		json.Unmarshal(body, &p)
+		if p.Code != "too-many-streams" || res.Header.Get("Retry-After") == "" || !strings.Contains(p.Detail, want) {
+			t.Fatalf("GET %s past the cap: %s (Retry-After %q), want too-many-streams saying %q", path, body, res.Header.Get("Retry-After"), want)
+		}
+	}
+
+	var first net.Conn
+	for i := range 64 {
+		path := "/v1/sessions/" + s.ID + "/events"
+		if i%2 == 1 {
+			path = "/v1/events?session=" + s.ID
+		}
+		c, _ := openStream(t, addr, path)
+		if first == nil {
+			first = c
+		}
+	}
+	refused("/v1/sessions/"+s.ID+"/events", "this session has 64")
+	refused("/v1/events?session="+s.ID, "this session has 64")
+	openStream(t, addr, "/v1/sessions/"+other.ID+"/events") // another session is not held to this one's cap
+
+	// A closed stream's place is given back once the server has seen it go.
+	first.Close()
+	for {
+		var rt struct{ Streams int }
+		h.json("GET", "/v1/runtime", nil, http.StatusOK, &rt)
+		if rt.Streams == 64 {
+			break
+		}
+	}
+	openStream(t, addr, "/v1/sessions/"+s.ID+"/events")
+
+	for range 256 - 65 {
+		openStream(t, addr, "/v1/events")
+	}
+	refused("/v1/events", "the server has 256")
+	refused("/v1/sessions/"+other.ID+"/events", "the server has 256")
+}
