@@ -71,6 +71,27 @@ func BenchmarkAppendRound(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendRoundFed is BenchmarkAppendRound with a feed, as every
+// front door opens the store: each append stores an event too.
+func BenchmarkAppendRoundFed(b *testing.B) {
+	feed := func(id string, rows []session.Row) []sqlite.FeedEntry {
+		return []sqlite.FeedEntry{{SessionID: id, Turn: rows[0].Turn, Type: "message.created", Data: []byte(`{"role":"assistant"}`)}}
+	}
+	s := open(b, filepath.Join(b.TempDir(), "meka.db"), sqlite.Options{Feed: feed}).Sessions()
+	m, err := s.Create(b.Context(), session.Meta{Cwd: "/w"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := round(1, 0, codeOutput)
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		if _, err := s.Append(b.Context(), m.ID, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // sessionOf fills a session with n rows, turns of a user message and three
 // rounds, and returns its id and the size of its rows' JSON.
 func sessionOf(b *testing.B, s *sqlite.Sessions, n int, output string) (string, int64) {

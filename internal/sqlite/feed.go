@@ -48,12 +48,16 @@ func (f *Feed) Append(ctx context.Context, entries []FeedEntry) ([]FeedEvent, er
 	if err := f.db.checkOpen(); err != nil {
 		return nil, fmt.Errorf("append feed: %w", err)
 	}
+	insert, err := f.db.stmts.feedStmt(ctx, f.db.writer)
+	if err != nil {
+		return nil, fmt.Errorf("append feed: %w", err)
+	}
 	tx, err := f.db.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("append feed: %w", err)
 	}
 	defer tx.Rollback()
-	out, err := f.db.insertFeed(ctx, tx, entries)
+	out, err := f.db.insertFeed(ctx, tx, insert, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -64,13 +68,13 @@ func (f *Feed) Append(ctx context.Context, entries []FeedEntry) ([]FeedEvent, er
 	return out, nil
 }
 
-func (db *DB) insertFeed(ctx context.Context, tx *sql.Tx, entries []FeedEntry) ([]FeedEvent, error) {
+func (db *DB) insertFeed(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, entries []FeedEntry) ([]FeedEvent, error) {
 	now := db.now()
 	out := make([]FeedEvent, 0, len(entries))
+	st := tx.StmtContext(ctx, insert)
 	for _, e := range entries {
 		var id int64
-		err := tx.QueryRowContext(ctx, `INSERT INTO feed (session_id, turn, type, data, time) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-			e.SessionID, e.Turn, e.Type, string(e.Data), toMicro(now)).Scan(&id)
+		err := st.QueryRowContext(ctx, e.SessionID, e.Turn, e.Type, string(e.Data), toMicro(now)).Scan(&id)
 		if err != nil {
 			return nil, fmt.Errorf("append feed %s: %w", e.Type, err)
 		}

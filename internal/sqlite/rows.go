@@ -73,6 +73,13 @@ func (s *Sessions) appendRows(ctx context.Context, sessionID string, rows []sess
 			inserts[n-1] = st
 		}
 	}
+	var feedInsert *sql.Stmt
+	if db.opts.Feed != nil {
+		var err error
+		if feedInsert, err = db.stmts.feedStmt(ctx, db.writer); err != nil {
+			return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
+		}
+	}
 	now := db.now()
 	tx, err := db.writer.BeginTx(ctx, nil)
 	if err != nil {
@@ -114,7 +121,7 @@ func (s *Sessions) appendRows(ctx context.Context, sessionID string, rows []sess
 	var fed bool
 	if db.opts.Feed != nil {
 		if entries := db.opts.Feed(sessionID, out); len(entries) > 0 {
-			if _, err := db.insertFeed(ctx, tx, entries); err != nil {
+			if _, err := db.insertFeed(ctx, tx, feedInsert, entries); err != nil {
 				return nil, fmt.Errorf("append rows to %s: %w", sessionID, err)
 			}
 			fed = true

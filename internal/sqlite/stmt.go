@@ -26,8 +26,9 @@ type statements struct {
 	// insertRows[n-1] inserts n rows, prepared at its first use
 	// (insertStmt): a process that appends only a few rows at a time
 	// compiles only those.
-	insertMu    sync.Mutex // guards insertRows
+	insertMu    sync.Mutex // guards insertRows and insertFeed
 	insertRows  [insertBatch]*sql.Stmt
+	insertFeed  *sql.Stmt // prepared at its first use (feedStmt)
 	setTitle    *sql.Stmt
 	lockTake    *sql.Stmt // insert, or take over an expired lease or our own token
 	lockSteal   *sql.Stmt // take over from one observed holder (whose process is dead)
@@ -125,6 +126,20 @@ func (s *statements) insertStmt(ctx context.Context, writer *sql.DB, n int) (*sq
 	return s.insertRows[n-1], nil
 }
 
+// feedStmt returns the statement inserting one feed event, preparing it
+// on the writer the first time: a session's appends store an event or two
+// each, and each would otherwise parse the INSERT again. Like insertStmt,
+// it must not be called inside a write transaction.
+func (s *statements) feedStmt(ctx context.Context, writer *sql.DB) (*sql.Stmt, error) {
+	s.insertMu.Lock()
+	defer s.insertMu.Unlock()
+	if err := prepareOne(ctx, &s.insertFeed, writer,
+		`INSERT INTO feed (session_id, turn, type, data, time) VALUES (?, ?, ?, ?, ?) RETURNING id`); err != nil {
+		return nil, err
+	}
+	return s.insertFeed, nil
+}
+
 func (s *statements) prepareReader(ctx context.Context, reader *sql.DB) error {
 	r := &s.rd
 	return s.prepareAll(ctx, reader, []prepared{
@@ -172,7 +187,7 @@ func (s *statements) close() error {
 	s.insertMu.Lock()
 	defer s.insertMu.Unlock()
 	for _, st := range append([]*sql.Stmt{
-		s.touch, s.setTitle, s.lockTake, s.lockSteal, s.lockRefresh, s.lockRelease,
+		s.touch, s.setTitle, s.lockTake, s.lockSteal, s.lockRefresh, s.lockRelease, s.insertFeed,
 		r.prefix, r.rowsFrom, r.tail, r.exists, r.lockHolder,
 	}, s.insertRows[:]...) {
 		if st != nil {
