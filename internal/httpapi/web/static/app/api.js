@@ -1,5 +1,7 @@
 // Requests to meka serve's API with the browser session's cookie.
 
+import { taken } from "./early.js";
+
 let onSignedOut = () => {};
 
 // whenSignedOut sets what a 401 does (the app shows its sign-in page).
@@ -13,7 +15,7 @@ export async function api(method, path, body) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const res = await fetch(path, init);
+  const res = await ((method === "GET" && taken(path)) || fetch(path, init));
   if (res.status === 401) {
     onSignedOut("Your browser session has ended.");
     throw new Error("signed out");
