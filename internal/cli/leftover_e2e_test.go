@@ -4,14 +4,15 @@ package cli_test
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"meka.dev/meka/internal/testenv"
 	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/script"
 )
@@ -61,17 +62,7 @@ func TestReopenKillsLeftovers(t *testing.T) {
 	if out, errOut, code := run(t, work, env, "-c", "--oneshot", "--permission", "unrestricted", "go on"); code != 0 {
 		t.Fatalf("continue: code %d stdout %q stderr %q", code, out, errOut)
 	}
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			t.Fatal("the reopened session did not kill what the dead holder left running")
-		}
-		return
+	if !testenv.Exited(t, fd, 10*time.Second) {
+		t.Fatal("the reopened session did not kill what the dead holder left running")
 	}
 }

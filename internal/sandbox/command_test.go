@@ -223,7 +223,7 @@ func TestCancelKillsGroup(t *testing.T) {
 			if err := cmd.Wait(); err == nil {
 				t.Error("Wait after cancel = nil, want the kill")
 			}
-			assertGone(t, cmd.Process.Pid)
+			testenv.AssertGone(t, cmd.Process.Pid)
 			assertClosed(t, held)
 		})
 	}
@@ -281,36 +281,9 @@ func TestKillGroupAfterExit(t *testing.T) {
 	if err := KillGroup(cmd); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, pid)
+	testenv.AssertGone(t, pid)
 	if err := KillGroup(cmd); err != nil {
 		t.Errorf("KillGroup of an empty group = %v, want nil", err)
-	}
-}
-
-// assertGone waits, on a pidfd rather than a sleep, for pid to have
-// exited; a process still running after ten seconds survived the kill.
-func assertGone(t *testing.T, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return // exited and reaped
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll pidfd: %v", err)
-		}
-		if n == 0 {
-			t.Fatalf("process %d survived the kill", pid)
-		}
-		return
 	}
 }
 

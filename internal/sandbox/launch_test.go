@@ -291,7 +291,7 @@ func TestLaunchedDieWithMeka(t *testing.T) {
 			}
 			holder.Process.Kill()
 			for _, fd := range fds {
-				if !exited(t, fd, 10_000) {
+				if !testenv.Exited(t, fd, 10*time.Second) {
 					t.Error("a launched command outlived meka")
 				}
 			}
@@ -619,7 +619,7 @@ func TestLauncherHungAtStart(t *testing.T) {
 	if next := runLaunched(t, spec, io.Discard, io.Discard); next.proc.l == hung {
 		t.Error("the hung launcher ran the command")
 	}
-	if !exited(t, fd, 10_000) {
+	if !testenv.Exited(t, fd, 10*time.Second) {
 		t.Error("the hung launcher was left running")
 	}
 }
@@ -654,10 +654,10 @@ func TestLauncherHungAtCancel(t *testing.T) {
 	if err := waitBounded(t, run); !errors.Is(err, errLauncherGone) {
 		t.Errorf("Wait = %v, want %v", err, errLauncherGone)
 	}
-	if !exited(t, fd, 10_000) {
+	if !testenv.Exited(t, fd, 10*time.Second) {
 		t.Error("the hung launcher was left running")
 	}
-	if !exited(t, cmdFD, 10_000) {
+	if !testenv.Exited(t, cmdFD, 10*time.Second) {
 		t.Error("the command outlived its hung launcher")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"meka.dev/meka/internal/testenv"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the copiers' concurrent writes.
@@ -84,5 +86,5 @@ func TestStartInterleavedAndLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, pid)
+	testenv.AssertGone(t, pid)
 }

@@ -5,7 +5,6 @@ package sandbox
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"meka.dev/meka/internal/testenv"
 )
 
 // deadPid returns the id of a process that has exited and been reaped.
@@ -185,7 +186,7 @@ func TestKillTrackedBeforeStarted(t *testing.T) {
 	}
 	holder.Process.Kill()
 	holder.Wait()
-	if exited(t, fd, 0) {
+	if testenv.Exited(t, fd, 0) {
 		t.Fatal("the background child died with its holder; nothing left to test")
 	}
 
@@ -194,26 +195,11 @@ func TestKillTrackedBeforeStarted(t *testing.T) {
 	}
 	// SIGKILL is delivered by the time kill returns; the exit follows at
 	// once, but on another CPU.
-	if !exited(t, fd, 10_000) {
+	if !testenv.Exited(t, fd, 10*time.Second) {
 		t.Error("the child of a command whose group was never noted survived")
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("%d notes left", len(ents))
-	}
-}
-
-// exited polls pidfd fd for up to ms milliseconds.
-func exited(t *testing.T, fd, ms int) bool {
-	t.Helper()
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n > 0
 	}
 }
 

@@ -130,7 +130,7 @@ func TestKill(t *testing.T) {
 	if got := <-done; got.ID != task.ID || got.State != Killed {
 		t.Errorf("OnDone = %+v", got)
 	}
-	assertGone(t, bg)
+	testenv.AssertGone(t, bg)
 	if _, err := r.Kill(task.ID); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("second Kill = %v, want ErrNotRunning", err)
 	}
@@ -149,7 +149,7 @@ func TestLeftoversKilledWhenTaskEnds(t *testing.T) {
 	if got := <-done; got.State != Exited || got.ExitCode != 0 {
 		t.Errorf("ended = %+v", got)
 	}
-	assertGone(t, bg)
+	testenv.AssertGone(t, bg)
 }
 
 func TestTimeout(t *testing.T) {
@@ -282,33 +282,6 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
-// assertGone waits on a pidfd for pid to have exited; one still running
-// after ten seconds survived the kill.
-func assertGone(t *testing.T, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			t.Fatalf("process %d survived", pid)
-		}
-		return
-	}
-}
-
 // TestLeftoversOfADeadHolder: a registry on the directory of one whose
 // process died kills the tasks that one left running.
 func TestLeftoversOfADeadHolder(t *testing.T) {
@@ -344,7 +317,7 @@ func TestLeftoversOfADeadHolder(t *testing.T) {
 	if got := <-done; got.State == Running {
 		t.Errorf("task = %+v, want ended", got)
 	}
-	assertGone(t, bg)
+	testenv.AssertGone(t, bg)
 }
 
 // A registry opened on a directory a crashed holder used removes the

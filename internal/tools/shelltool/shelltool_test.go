@@ -5,7 +5,6 @@ package shelltool
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -466,33 +465,6 @@ func TestLargeOutput(t *testing.T) {
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
-}
-
-// assertGone waits on a pidfd for pid to have exited; one still running
-// after ten seconds survived the kill.
-func assertGone(t *testing.T, pid int) {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return
-	}
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			t.Fatalf("process %d survived", pid)
-		}
-		return
-	}
 }
 
 // A running command is noted in RunningDir, its token in its environment,
