@@ -48,7 +48,9 @@ func (c *Client) params(req *model.Request) (*chatRequest, error) {
 	}
 	for _, t := range req.Tools {
 		fn := toolFunction{Name: t.Name, Description: t.Description, Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
-		if len(t.Parameters) > 0 {
+		if sorted, ok := sortedSchema(t.Parameters); ok {
+			fn.Parameters = sorted
+		} else if len(t.Parameters) > 0 {
 			var schema map[string]any
 			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
 				return nil, fmt.Errorf("build openai request: tool %s: decode parameters: %w", t.Name, err)
