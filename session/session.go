@@ -158,6 +158,11 @@ type Store interface {
 	// live holder has it; a holder that died (its process is gone, or its
 	// lease lapsed) is taken over.
 	Lock(ctx context.Context, sessionID string, h Holder) (Lock, error)
+	// Holders says who holds each of ids, by the rule Lock applies: a
+	// lapsed lease, or a holder on this host whose process is gone,
+	// holds nothing. Ids nobody holds are absent; tokens are left out
+	// (see HeldError). One query, for a listing.
+	Holders(ctx context.Context, ids []string) (map[string]Holder, error)
 
 	Close() error
 }

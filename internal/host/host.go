@@ -216,6 +216,8 @@ type Host struct {
 	opening map[string]chan struct{} // closed when the opening ends
 	reload  map[string]bool          // sessions whose next load builds a fresh prompt
 	onOpen  func(*Session)
+
+	plans planCache // plans folded from the logs of sessions not open here
 }
 
 // New returns a host. It starts nothing.
@@ -592,6 +594,26 @@ func (h *Host) Get(id string) (*Session, bool) {
 	defer h.mu.Unlock()
 	s, ok := h.open[id]
 	return s, ok
+}
+
+// HeldElsewhere says which of ids another process holds (a REPL, a
+// one-shot meka, a host sharing the database) and who: the store's
+// holders, less what this host has open or is opening.
+func (h *Host) HeldElsewhere(ctx context.Context, ids []string) (map[string]session.Holder, error) {
+	holders, err := h.opts.Store.Holders(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, hd := range holders {
+		_, open := h.open[id]
+		_, opening := h.opening[id]
+		if open || opening || (hd.PID == h.opts.Holder.PID && hd.Host == h.opts.Holder.Host) {
+			delete(holders, id)
+		}
+	}
+	return holders, nil
 }
 
 // Sessions returns the open sessions.

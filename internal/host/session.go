@@ -245,23 +245,37 @@ func (s *Session) Plan() (c plan.Changed, ok bool) {
 	return plan.Changed{}, false
 }
 
-// StoredPlan is Session.Plan for session id whether or not it is open
+// StoredPlan is Session.Plan for a session whether or not it is open
 // here: a session this host holds answers from its folds, any other from
 // its log, folded as opening it would fold it, without opening it (another
 // process may hold it). ok is false when the session keeps no plan.
-func (h *Host) StoredPlan(ctx context.Context, id string) (c plan.Changed, ok bool, err error) {
-	if s, held := h.Get(id); held {
+//
+// A plan folded from a log is kept with the session's updated_at and
+// profile: updated_at moves with every append and rewind, so while both
+// match the kept plan is the log's, and a listing folds only the logs
+// that changed since it last looked.
+func (h *Host) StoredPlan(ctx context.Context, meta session.Meta) (c plan.Changed, ok bool, err error) {
+	if s, held := h.Get(meta.ID); held {
 		c, ok = s.Plan()
 		return c, ok, nil
 	}
-	meta, err := h.opts.Store.Get(ctx, id)
-	if err != nil {
-		return c, false, fmt.Errorf("read plan: %w", err)
+	if p, hit := h.plans.get(meta); hit {
+		return p.c, p.ok, nil
 	}
 	rows, err := h.opts.Store.Rows(ctx, meta.ID, 0)
 	if err != nil {
 		return c, false, fmt.Errorf("read plan: %w", err)
 	}
+	c, ok, err = h.foldPlan(meta, rows)
+	if err == nil {
+		h.plans.put(meta, foldedPlan{c: c, ok: ok})
+	}
+	return c, ok, err
+}
+
+// foldPlan folds a session's rows through the plan folds of its
+// extensions.
+func (h *Host) foldPlan(meta session.Meta, rows []session.Row) (c plan.Changed, ok bool, err error) {
 	level, lerr := permission.ParseLevel(meta.Permission)
 	if lerr != nil {
 		level = h.opts.Permissions.Default
@@ -291,6 +305,47 @@ func (h *Host) StoredPlan(ctx context.Context, id string) (c plan.Changed, ok bo
 		}
 	}
 	return plan.Changed{}, false, nil
+}
+
+// foldedPlan is a plan folded from a log, or that the log keeps none.
+type foldedPlan struct {
+	c  plan.Changed
+	ok bool
+}
+
+// planCache keeps the plans StoredPlan folded, each stamped with the
+// session's updated_at and profile when it was read.
+type planCache struct {
+	mu sync.Mutex
+	m  map[string]stampedPlan
+}
+
+type stampedPlan struct {
+	foldedPlan
+	updatedAt time.Time
+	profile   string
+}
+
+// planCacheSize bounds the plans kept: a listing's pages, several over.
+const planCacheSize = 1024
+
+func (pc *planCache) get(meta session.Meta) (foldedPlan, bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	p, ok := pc.m[meta.ID]
+	if !ok || !p.updatedAt.Equal(meta.UpdatedAt) || p.profile != meta.Profile {
+		return foldedPlan{}, false
+	}
+	return p.foldedPlan, true
+}
+
+func (pc *planCache) put(meta session.Meta, p foldedPlan) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.m == nil || len(pc.m) >= planCacheSize {
+		pc.m = make(map[string]stampedPlan) // start over rather than track use
+	}
+	pc.m[meta.ID] = stampedPlan{foldedPlan: p, updatedAt: meta.UpdatedAt, profile: meta.Profile}
 }
 
 // ID returns the session's id.

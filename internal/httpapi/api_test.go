@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"meka.dev/meka/session"
 )
 
 type sessionRec struct {
@@ -263,5 +265,100 @@ func TestRecordChecklistAlways(t *testing.T) {
 		if got.State.Held != held || got.Checklist == nil || fmt.Sprint(*got.Checklist) != fmt.Sprint(want) {
 			t.Errorf("held %v: record %+v, checklist %+v", held, got.State, got.Checklist)
 		}
+	}
+}
+
+// The list shows every session's checklist progress, held here or not
+// (folded from the log, and folded again once the log moves on), and
+// marks a session another process holds as held elsewhere, naming it.
+func TestListHeldElsewhereAndProgress(t *testing.T) {
+	h := newHarness(t, `[
+	 {"tool_calls":[{"id":"a","name":"checklist_add","arguments":{"items":["Write the note","Send it","Tidy up"]}}]},
+	 {"tool_calls":[{"id":"e1","name":"checklist_edit","arguments":{"id":"c1","status":"completed"}},{"id":"d2","name":"checklist_edit","arguments":{"id":"c2","status":"deferred","reason":"waits on Ana"}},{"id":"d3","name":"checklist_edit","arguments":{"id":"c3","status":"deferred","reason":"later"}}]},
+	 {"text":"One done."},
+	 {"tool_calls":[{"id":"e2","name":"checklist_edit","arguments":{"id":"c2","status":"completed"}}]},
+	 {"text":"Two done."}]`)
+	var s, idle sessionRec
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &s)
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &idle)
+	turn := func() {
+		t.Helper()
+		var tr turnRec
+		h.json("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "go"}}}, http.StatusAccepted, &tr)
+		h.json("GET", "/v1/sessions/"+s.ID+"/turns/"+tr.TurnID+"?wait=30s", nil, http.StatusOK, &tr)
+		if tr.Status != "completed" {
+			t.Fatalf("turn %+v", tr)
+		}
+		if err := h.host.CloseSession(t.Context(), s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type listed struct {
+		ID    string
+		State struct {
+			Held          bool
+			HeldElsewhere bool `json:"held_elsewhere"`
+			Holder        *struct {
+				PID  int
+				Host string
+			}
+		}
+		Progress *struct{ Completed, Total int } `json:"checklist_progress"`
+	}
+	list := func() map[string]listed {
+		t.Helper()
+		var page struct{ Items []listed }
+		h.json("GET", "/v1/sessions", nil, http.StatusOK, &page)
+		out := map[string]listed{}
+		for _, it := range page.Items {
+			out[it.ID] = it
+		}
+		return out
+	}
+	progress := func(l listed) string {
+		if l.Progress == nil {
+			return "none"
+		}
+		return fmt.Sprintf("%d/%d", l.Progress.Completed, l.Progress.Total)
+	}
+
+	turn()
+	got := list()
+	if g := got[s.ID]; g.State.Held || g.State.HeldElsewhere || progress(g) != "1/3" {
+		t.Fatalf("a released session: %+v, progress %s, want 1/3 from its log", g.State, progress(g))
+	}
+	if g := got[idle.ID]; progress(g) != "none" {
+		t.Errorf("a session with no checklist: progress %s", progress(g))
+	}
+
+	// Another process takes the session.
+	other := session.Holder{PID: 4242, Host: "elsewhere.example"}
+	lock, err := h.db.Sessions().Lock(t.Context(), s.ID, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := list()[s.ID]
+	if !g.State.HeldElsewhere || g.State.Held || g.State.Holder == nil || g.State.Holder.PID != other.PID || g.State.Holder.Host != other.Host || progress(g) != "1/3" {
+		t.Fatalf("held by another process: %+v holder %+v, progress %s", g.State, g.State.Holder, progress(g))
+	}
+	var one listed
+	h.json("GET", "/v1/sessions/"+s.ID, nil, http.StatusOK, &one)
+	if !one.State.HeldElsewhere || progress(one) != "1/3" {
+		t.Errorf("GET of a session held elsewhere: %+v, progress %s", one.State, progress(one))
+	}
+	if code, body, _ := h.do("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "go"}}}); code != http.StatusConflict || !strings.Contains(string(body), "held-elsewhere") {
+		t.Errorf("a turn on a session held elsewhere: %d %s", code, body)
+	}
+	if g := list()[idle.ID]; g.State.HeldElsewhere {
+		t.Errorf("a free session shown held elsewhere: %+v", g.State)
+	}
+	if err := lock.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Let go, and the log moved on: the list folds it again.
+	turn()
+	if g := list()[s.ID]; g.State.HeldElsewhere || progress(g) != "2/3" {
+		t.Fatalf("after the other process let go and a turn: %+v, progress %s, want 2/3", g.State, progress(g))
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"meka.dev/meka/internal/sqlite"
+	"meka.dev/meka/model"
+	"meka.dev/meka/session"
 )
 
 // BenchmarkFeedReplay10k is a client resuming from id 0 over a feed of
@@ -123,4 +125,70 @@ func BenchmarkTurnWith50Subscribers(b *testing.B) {
 			wg.Wait()
 		})
 	}
+}
+
+// BenchmarkListSessions50 lists 50 sessions nobody holds, each with a
+// checklist and a log of 500 rows, whose progress the list folds from
+// the logs: "unchanged" when no log moved since the last listing (the
+// folded plans are kept), "moved" when every log did (each folded again).
+func BenchmarkListSessions50(b *testing.B) {
+	h := newHarness(b, `[
+	 {"tool_calls":[{"id":"a","name":"checklist_add","arguments":{"items":["one","two","three"]}}]},
+	 {"tool_calls":[{"id":"e","name":"checklist_edit","arguments":{"id":"c1","status":"completed"}},{"id":"d","name":"checklist_edit","arguments":{"id":"c2","status":"deferred","reason":"later"}},{"id":"f","name":"checklist_edit","arguments":{"id":"c3","status":"deferred","reason":"later"}}]},
+	 {"text":"ok"}]`)
+	h.spec = nil
+	var s sessionRec
+	h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &s)
+	var tr turnRec
+	h.json("POST", "/v1/sessions/"+s.ID+"/turns", map[string]any{"input": []map[string]string{{"type": "text", "text": "go"}}}, http.StatusAccepted, &tr)
+	h.json("GET", "/v1/sessions/"+s.ID+"/turns/"+tr.TurnID+"?wait=30s", nil, http.StatusOK, &tr)
+	h.json("POST", "/v1/sessions/"+s.ID+"/close", nil, http.StatusOK, nil)
+	store := h.db.Sessions()
+	text := func(t string) session.Row {
+		return session.Row{Turn: 2, Entry: session.AssistantMessage{Parts: model.Parts{model.Text{Text: t}}}}
+	}
+	pad := make([]session.Row, 0, 500)
+	for i := range cap(pad) {
+		pad = append(pad, text(fmt.Sprintf("line %d %s", i, strings.Repeat("x", 200))))
+	}
+	if _, err := store.Append(b.Context(), s.ID, pad); err != nil {
+		b.Fatal(err)
+	}
+	ids := []string{s.ID}
+	for range 49 {
+		m, err := store.Fork(b.Context(), s.ID, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	list := func() {
+		var page struct {
+			Items []struct {
+				Progress *struct{ Completed, Total int } `json:"checklist_progress"`
+			}
+		}
+		h.json("GET", "/v1/sessions?limit=50", nil, http.StatusOK, &page)
+		if len(page.Items) != 50 || page.Items[0].Progress == nil || page.Items[0].Progress.Completed != 1 {
+			b.Fatalf("%d sessions, first %+v", len(page.Items), page.Items[0].Progress)
+		}
+	}
+	b.Run("unchanged", func(b *testing.B) {
+		list()
+		for b.Loop() {
+			list()
+		}
+	})
+	b.Run("moved", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			for _, id := range ids {
+				if _, err := store.Append(b.Context(), id, []session.Row{text("more")}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+			list()
+		}
+	})
 }

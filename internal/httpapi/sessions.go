@@ -111,8 +111,9 @@ type record struct {
 	UpdatedAt             string          `json:"updated_at"`
 	State                 recordState     `json:"state"`
 	Checklist             []checklistItem `json:"checklist,omitempty"`
-	// Progress counts the checklist's items done, of all, on a session
-	// the server holds.
+	// Progress counts the plan's items done, of all, on every session
+	// that keeps one: from the live session when held here, else folded
+	// from its log (host.StoredPlan keeps what it folded).
 	Progress *progress `json:"checklist_progress,omitempty"`
 	// Usage is what the session's model calls consumed, as the log
 	// records it (absent when the server has no spend query).
@@ -125,11 +126,22 @@ type progress struct {
 }
 
 type recordState struct {
-	Held                bool   `json:"held"`
-	Status              string `json:"status"` // idle or running
-	TurnID              string `json:"turn_id,omitempty"`
-	PendingApprovals    int    `json:"pending_approvals"`
-	PendingElicitations int    `json:"pending_elicitations"`
+	Held bool `json:"held"`
+	// HeldElsewhere is set when another process holds the session (a
+	// REPL, a one-shot meka, a host sharing the database): turns and
+	// changes are refused with held-elsewhere until it lets go. Holder
+	// says which.
+	HeldElsewhere       bool        `json:"held_elsewhere"`
+	Holder              *holderInfo `json:"holder,omitempty"`
+	Status              string      `json:"status"` // idle or running
+	TurnID              string      `json:"turn_id,omitempty"`
+	PendingApprovals    int         `json:"pending_approvals"`
+	PendingElicitations int         `json:"pending_elicitations"`
+}
+
+type holderInfo struct {
+	PID  int    `json:"pid"`
+	Host string `json:"host"`
 }
 
 type checklistItem struct {
@@ -199,8 +211,12 @@ func checklistOf(c plan.Changed) []checklistItem {
 	return out
 }
 
-// progressOf counts a plan's items done, those folded away included.
+// progressOf counts a plan's items done, those folded away included;
+// nil for a plan that never had an item.
 func progressOf(c plan.Changed) *progress {
+	if c.Total == 0 {
+		return nil
+	}
 	return &progress{Completed: c.Completed, Total: c.Total}
 }
 
@@ -226,6 +242,42 @@ func withUsage(rec *record, u map[string]Usage) {
 	}
 	v := u[rec.ID]
 	rec.Usage = &v
+}
+
+// heldElsewhere reads which of the sessions another process holds,
+// logging a failure: records then go without it rather than fail.
+func (srv *Server) heldElsewhere(r *http.Request, ms ...session.Meta) map[string]session.Holder {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	hs, err := srv.opts.Host.HeldElsewhere(r.Context(), ids)
+	if err != nil {
+		srv.log.Error("read session holders", "err", err)
+		return nil
+	}
+	return hs
+}
+
+// withHolder marks rec held elsewhere when hs names its holder.
+func withHolder(rec *record, hs map[string]session.Holder) {
+	if h, ok := hs[rec.ID]; ok && !rec.State.Held {
+		rec.State.HeldElsewhere = true
+		rec.State.Holder = &holderInfo{PID: h.PID, Host: h.Host}
+	}
+}
+
+// withStoredProgress sets the progress of a session not held here from
+// its log, logging a failure: the record goes without it.
+func (srv *Server) withStoredProgress(r *http.Request, rec *record, m session.Meta) {
+	c, ok, err := srv.opts.Host.StoredPlan(r.Context(), m)
+	if err != nil {
+		srv.log.Error("read plan", "session_id", m.ID, "err", err)
+		return
+	}
+	if ok {
+		rec.Progress = progressOf(c)
+	}
 }
 
 // fullRecord is the record GET /v1/sessions/{id} answers: its checklist
@@ -301,9 +353,14 @@ func (srv *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	items := make([]record, 0, len(page.Sessions))
 	usage := srv.usageOf(r)
+	elsewhere := srv.heldElsewhere(r, page.Sessions...)
 	for _, m := range page.Sessions {
 		rec := srv.recordOf(m)
 		withUsage(&rec, usage)
+		withHolder(&rec, elsewhere)
+		if !rec.State.Held {
+			srv.withStoredProgress(r, &rec, m)
+		}
 		items = append(items, rec)
 	}
 	var next *string
@@ -346,7 +403,8 @@ func (srv *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := fullRecord{record: srv.recordOf(m), Checklist: []checklistItem{}}
 	withUsage(&rec.record, srv.usageOf(r))
-	c, ok, err := srv.opts.Host.StoredPlan(r.Context(), m.ID)
+	withHolder(&rec.record, srv.heldElsewhere(r, m))
+	c, ok, err := srv.opts.Host.StoredPlan(r.Context(), m)
 	if err != nil {
 		srv.fail(w, r, err)
 		return

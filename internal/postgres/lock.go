@@ -243,3 +243,37 @@ WHERE session_id = $2 AND fence = $3`, leaseArg(lease), l.sessionID, l.fence)
 		t.Reset(every)
 	}
 }
+
+// Holders says who holds each of ids: the lock rows whose lease runs on
+// the server's clock, less those of dead processes on this host (Lock
+// would take them over).
+func (s *Sessions) Holders(ctx context.Context, ids []string) (map[string]session.Holder, error) {
+	db := s.db
+	if err := db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("read session holders: %w", err)
+	}
+	out := make(map[string]session.Holder)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT session_id, pid, host FROM locks WHERE session_id = ANY($1) AND expires_at > now()`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read session holders: %w", reach(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var h session.Holder
+		if err := rows.Scan(&id, &h.PID, &h.Host); err != nil {
+			return nil, fmt.Errorf("read session holders: %w", err)
+		}
+		if h.Host == db.opts.Host && !processAlive(h.PID) {
+			continue
+		}
+		out[id] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read session holders: %w", reach(err))
+	}
+	return out, nil
+}

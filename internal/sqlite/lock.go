@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -206,4 +207,42 @@ func (l *Lock) refresh(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// Holders says who holds each of ids: the lock rows whose lease runs,
+// less those of dead processes on this host (Lock would take them over).
+func (s *Sessions) Holders(ctx context.Context, ids []string) (map[string]session.Holder, error) {
+	db := s.db
+	if err := db.checkOpen(); err != nil {
+		return nil, fmt.Errorf("read session holders: %w", err)
+	}
+	out := make(map[string]session.Holder)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("read session holders: %w", err)
+	}
+	rows, err := db.reader.QueryContext(ctx, `SELECT session_id, pid, host FROM locks
+WHERE session_id IN (SELECT value FROM json_each(?)) AND expires_at > ?`, string(list), toMicro(db.now()))
+	if err != nil {
+		return nil, fmt.Errorf("read session holders: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var h session.Holder
+		if err := rows.Scan(&id, &h.PID, &h.Host); err != nil {
+			return nil, fmt.Errorf("read session holders: %w", err)
+		}
+		if h.Host == db.opts.Host && !processAlive(h.PID) {
+			continue
+		}
+		out[id] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read session holders: %w", err)
+	}
+	return out, nil
 }

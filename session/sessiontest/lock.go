@@ -95,3 +95,31 @@ func testLockReleasedOnClose(t *testing.T, open Opener) {
 	}
 	mustLock(t, b, m.ID, session.Holder{})
 }
+
+// testHolders checks that Holders names the holder of each session held,
+// as another handle sees it, and nothing for one free or released.
+func testHolders(t *testing.T, open Opener) {
+	ctx := t.Context()
+	a, b := store(t, open), store(t, open)
+	held := mustCreate(t, a, session.Meta{Cwd: "/w"})
+	free := mustCreate(t, a, session.Meta{Cwd: "/w"})
+	elsewhere := session.Holder{PID: 4242, Host: "elsewhere.example"}
+	l := mustLock(t, a, held.ID, elsewhere)
+
+	got, err := b.Holders(ctx, []string{held.ID, free.ID, unknownID})
+	if err != nil {
+		t.Fatalf("Holders: %v", err)
+	}
+	if len(got) != 1 || got[held.ID].PID != elsewhere.PID || got[held.ID].Host != elsewhere.Host || got[held.ID].Token != "" {
+		t.Errorf("Holders = %+v, want only %s held by %v, without its token", got, held.ID, elsewhere)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if got, err := b.Holders(ctx, []string{held.ID, free.ID}); err != nil || len(got) != 0 {
+		t.Errorf("Holders after release = %+v, %v, want none", got, err)
+	}
+	if got, err := b.Holders(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("Holders of no ids = %+v, %v, want none", got, err)
+	}
+}

@@ -54,6 +54,7 @@ func Run(t *testing.T, newDB func(t *testing.T) Opener) {
 		{"Lock", testLock},
 		{"LockOwnToken", testLockOwnToken},
 		{"LockReleasedOnClose", testLockReleasedOnClose},
+		{"Holders", testHolders},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.test(t, newDB(t))
