@@ -14,7 +14,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -31,11 +30,19 @@ const (
 	MaxDescriptionLen = 1024
 )
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-
 // ValidName reports whether s is a skill name: 1 to 64 lowercase letters,
 // digits and single hyphens, neither first nor last.
-func ValidName(s string) bool { return len(s) <= MaxNameLen && nameRE.MatchString(s) }
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > MaxNameLen || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // Skill is one parsed skill.
 type Skill struct {

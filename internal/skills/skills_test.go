@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -94,4 +95,31 @@ func TestSplitFrontMatter(t *testing.T) {
 			t.Errorf("SplitFrontMatter(%q) = %q, %q, %v; want %q, %q, %v", tc.in, head, body, ok, tc.head, tc.body, tc.ok)
 		}
 	}
+}
+
+// nameSyntax is the name rule of the Agent Skills format as a regular
+// expression; ValidName checks it by hand, so that no process compiles it
+// at start-up.
+var nameSyntax = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+var nameCases = []string{"", "a", "pdf", "pdf-tools", "a-b-c", "x1-2y", "-a", "a-", "a--b", "A", "a_b", "a b", "é", "a.b",
+	strings.Repeat("a", 64), strings.Repeat("a", 65), strings.Repeat("a-", 32) + "a"}
+
+func TestValidNameIsTheFormatsRule(t *testing.T) {
+	for _, s := range nameCases {
+		if got, want := skills.ValidName(s), len(s) <= skills.MaxNameLen && nameSyntax.MatchString(s); got != want {
+			t.Errorf("ValidName(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func FuzzValidName(f *testing.F) {
+	for _, s := range nameCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := skills.ValidName(s), len(s) <= skills.MaxNameLen && nameSyntax.MatchString(s); got != want {
+			t.Fatalf("ValidName(%q) = %v, want %v", s, got, want)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"meka.dev/meka/plan"
@@ -79,8 +80,12 @@ func (cur state) legacyApply(a writeArgs, at time.Time) (state, bool) {
 	return next, true
 }
 
-// renderedLine is a line of Render: "[x] 1. Research the endpoint (s1)".
-var renderedLine = regexp.MustCompile(`^\[([ x>\-])\] (\d+)\. (.+) \((s\d+)\)$`)
+// renderedLine matches a line of Render: "[x] 1. Research the endpoint
+// (s1)". Compiled at first use: most runs never read a list back, and
+// every run would pay for it at start-up.
+var renderedLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\[([ x>\-])\] (\d+)\. (.+) \((s\d+)\)$`)
+})
 
 var markStatus = map[string]plan.Status{" ": plan.Pending, ">": plan.InProgress, "x": plan.Completed, "-": plan.Cancelled}
 
@@ -92,7 +97,7 @@ func (cur state) parseRendered(text string, at time.Time) (state, bool) {
 	next := state{Items: append([]Todo(nil), cur.Items...)}
 	found := false
 	for _, line := range strings.Split(text, "\n") {
-		m := renderedLine.FindStringSubmatch(strings.TrimRight(line, " \r"))
+		m := renderedLine().FindStringSubmatch(strings.TrimRight(line, " \r"))
 		if m == nil {
 			continue
 		}
