@@ -5,11 +5,12 @@ import { h, clear } from "./dom.js";
 
 // A history draws its last rows at once, enough to fill a tall screen (a
 // row is at least 20 px high), then the older ones above them in slices
-// of about a frame's time, each a task of its own, so that input and
-// frames go first. (Idle callbacks would wait out every frame while
-// anything on the page animates.)
+// of about 40 ms (short of the 50 ms after which waiting input is felt),
+// each a task of its own, so that input and frames go between them.
+// (Idle callbacks would wait out every frame while anything on the page
+// animates.)
 const screenRows = () => Math.max(40, Math.ceil(innerHeight / 20));
-const sliceMs = 16;
+const sliceMs = 40;
 
 // Where the browser keeps the view on what it shows as rows join above
 // (scroll anchoring), the page need not measure it.

@@ -26,12 +26,18 @@ export function inboxView(view, titles) {
       ...aps.items.map((a) => ({ key: a.approval_id, card: () => approvalCard(a.session_id, a, null, h("p", { class: "meta" }, "in ", sessionLink(titles, a.session_id))) })),
       ...els.items.map((e) => ({ key: e.elicitation_id, card: () => elicitationCard(e.session_id, e, null, h("p", { class: "meta" }, "in ", sessionLink(titles, e.session_id))) })),
     ].sort((x, y) => (x.key < y.key ? -1 : 1));
-    // Cards still waiting stay as they are (a form half filled in).
+    // Cards still waiting stay as they are, where they are: a form half
+    // filled in keeps its text and its focus (a node moved loses it, and
+    // the keys typed next go nowhere).
     const keep = new Map([...list.children].map((c) => [c.id.slice(3), c]));
-    const frag = document.createDocumentFragment();
-    for (const it of items) frag.append(keep.get(it.key) || it.card());
-    clear(list);
-    list.append(frag);
+    const want = new Set(items.map((it) => it.key));
+    for (const [key, c] of keep) if (!want.has(key)) c.remove();
+    let prev = null;
+    for (const it of items) {
+      const c = keep.get(it.key) || it.card();
+      if (c.parentNode !== list || c.previousElementSibling !== prev) list.insertBefore(c, prev ? prev.nextSibling : list.firstChild);
+      prev = c;
+    }
     if (!items.length) list.append(h("p", { class: "empty" }, "Nothing is waiting for you."));
   };
   reload();
