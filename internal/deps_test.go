@@ -121,8 +121,9 @@ var allowed = map[string][]string{
 	"internal/repl":        {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe", "internal/events"},
 	"internal/oneshot":     {"internal/host", "internal/schedule", "plan", "permission", "session", "model", "agent", "tool", "internal/termsafe", "internal/events"},
 	// meka doctor's checks: the endpoint through the provider, the
-	// confinement backends, the MCP servers; the config is read for it.
-	"internal/doctor": {"model", "internal/sandbox", "internal/mcp"},
+	// confinement backends, the MCP servers, the language servers; the
+	// config is read for it.
+	"internal/doctor": {"model", "internal/sandbox", "internal/mcp", "internal/lsp"},
 	// L6: the composition root may import anything.
 	"internal/cli": {"*"},
 	// L7

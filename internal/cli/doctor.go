@@ -13,6 +13,7 @@ import (
 
 	"meka.dev/meka/internal/config"
 	"meka.dev/meka/internal/doctor"
+	"meka.dev/meka/internal/lsp"
 	"meka.dev/meka/model"
 	"meka.dev/meka/session"
 )
@@ -22,15 +23,20 @@ func init() { extraCommands = append(extraCommands, newDoctorCmd) }
 // endpointTimeout bounds doctor's one request to the profile's endpoint.
 const endpointTimeout = 30 * time.Second
 
+// versionTimeout bounds doctor's asking a language server its version.
+const versionTimeout = 5 * time.Second
+
 func newDoctorCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "check the config, the model endpoint, confinement, the database and MCP servers",
+		Short: "check the config, the model endpoint, confinement, the database, MCP and language servers",
 		Long: `meka doctor checks what meka needs, in order: the config file, the profile
 and its API key; the profile's endpoint (one request of one output token:
 reachable, key accepted, model known); which confinement backend runs
 commands at read and workspace, and why the others do not; the data
-directory and the database; each MCP server (started, its tools listed).
+directory and the database; each MCP server (started, its tools listed);
+each language server meka would start (found on PATH, with its version,
+or not).
 
 It prints one table and a verdict. Exit status 0 when every check passes,
 1 when one fails, each failure with what to do.`,
@@ -106,5 +112,9 @@ func (g *globals) doctorChecks() []doctor.Check {
 		return where + ": opened, sessions readable", nil
 	}))
 	checks = append(checks, doctor.MCPCheck(g.newMCP(cfg, g.logger(), &mcpNotices{})))
-	return checks
+	var servers []lsp.Server
+	if m := newLSP(cfg, nil, "", g.logger()); m != nil {
+		servers = m.Servers() // it starts nothing, so there is nothing to close
+	}
+	return append(checks, doctor.LSPCheck(servers, versionTimeout))
 }

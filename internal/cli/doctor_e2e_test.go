@@ -3,16 +3,24 @@ package cli_test
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // meka doctor against an endpoint that answers, one that refuses the
 // key, and a port nothing listens on; with an MCP server that starts and
-// one that does not.
+// one that does not, and the language servers it would start.
 func TestDoctor(t *testing.T) {
 	server := mcpTestServer(t)
-	mcp := fmt.Sprintf("[mcp.servers.t]\ncommand = %q\n\n[mcp.servers.dead]\ncommand = \"/nonexistent/mcp-server\"\n", server)
+	gopls := filepath.Join(t.TempDir(), "gopls")
+	if err := os.WriteFile(gopls, []byte("#!/bin/sh\n[ \"$1\" = version ] && echo 'golang.org/x/tools/gopls v0.99.0'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mcp := fmt.Sprintf("[mcp.servers.t]\ncommand = %q\n\n[mcp.servers.dead]\ncommand = \"/nonexistent/mcp-server\"\n\n"+
+		"[lsp.servers.go]\ncommand = [%q]\n\n[lsp.servers.typescript]\nenabled = false\n\n[lsp.servers.python]\nenabled = false\n\n"+
+		"[lsp.servers.rust]\nenabled = false\n\n[lsp.servers.c]\ncommand = [\"/nonexistent/clangd\"]\n", server, gopls)
 
 	t.Run("answers", func(t *testing.T) {
 		srv := scripted(t, `[{"text":"ok"}]`)
@@ -23,7 +31,10 @@ func TestDoctor(t *testing.T) {
 		}
 		inOrderCLI(t, out, "config    ok", cfg, "profile   ok", "m: openai", srv.URL+"/v1 (config)", "api key   ok", "$OPENAI_API_KEY is set",
 			"endpoint  ok", "answered; key accepted", "sandbox", "data dir  ok", "database  ok", "SQLite", "no sessions yet",
-			"mcp dead  warn", "meka runs without it", "mcp t     ok", "connected: ", "mcp__t__echo", "All checks passed")
+			"mcp dead  warn", "meka runs without it", "mcp t     ok", "connected: ", "mcp__t__echo",
+			"lsp       ok      go: "+gopls+", golang.org/x/tools/gopls v0.99.0", "lsp       skip    typescript: off in the config",
+			"lsp       skip    python: off in the config", "lsp       skip    rust: off in the config", "lsp       warn    c: /nonexistent/clangd: not found",
+			"→ check lsp.servers.c.command; meka runs without it", "All checks passed")
 		reqs := srv.Requests()
 		if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), `"max_tokens":1`) && !strings.Contains(string(reqs[0].Body), `"max_completion_tokens":1`) {
 			t.Fatalf("requests: %d %s", len(reqs), reqs)

@@ -64,9 +64,20 @@ func TestMain(m *testing.M) {
 }
 
 // isolatedEnv is an environment with no config, no keys and private dirs.
+// Go's telemetry is off in it: a Go tool meka runs (meka doctor asks
+// gopls its version) would otherwise leave a process behind that writes
+// into home while the test removes it.
 func isolatedEnv(t testing.TB, extra ...string) []string {
 	home := t.TempDir()
-	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
+	config := filepath.Join(home, "config")
+	telemetry := filepath.Join(config, "go", "telemetry")
+	if err := os.MkdirAll(telemetry, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(telemetry, "mode"), []byte("off\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + config,
 		"MEKA_DATA_DIR=" + filepath.Join(home, "data")}
 	return append(env, extra...)
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"meka.dev/meka/internal/lsp"
 	"meka.dev/meka/internal/mcp"
 	"meka.dev/meka/internal/sandbox"
 	"meka.dev/meka/model"
@@ -219,4 +221,80 @@ func MCPCheck(m *mcp.Manager) Check {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// LSPCheck lists the language servers meka would start (servers; nil when
+// [lsp] turns them off): each found with its version, asked with a
+// timeout, or not found. A default server not on PATH is no problem
+// (that language gets no diagnostics); a configured one not found, or
+// one that fails asked its version (a rustup proxy with no such
+// component), is a warning.
+func LSPCheck(servers []lsp.Server, timeout time.Duration) Check {
+	return func(ctx context.Context) []Result {
+		if servers == nil {
+			return []Result{{Check: "lsp", Status: Skip, Detail: "language servers are off ([lsp] enabled = false)"}}
+		}
+		var rows []Result
+		for _, s := range servers {
+			r := Result{Check: "lsp"}
+			switch {
+			case len(s.Command) == 0:
+				r.Status, r.Detail = Skip, "off in the config"
+			case s.Err == nil:
+				r.Status, r.Detail = Pass, s.Path
+				if s.Version == nil {
+					break
+				}
+				v, err := serverVersion(ctx, s, timeout)
+				if err != nil {
+					r.Status, r.Detail = Warn, r.Detail+": asked its version, "+err.Error()
+					r.Fix = "it may not start either: repair it, or set lsp.servers." + s.Language + ".enabled = false"
+					break
+				}
+				r.Detail += ", " + v
+			case s.Configured:
+				r.Status, r.Detail = Warn, s.Err.Error()
+				r.Fix = "check lsp.servers." + s.Language + ".command; meka runs without it"
+			default:
+				r.Status, r.Detail = Skip, s.Err.Error()+"; no diagnostics for its files"
+			}
+			r.Detail = s.Language + ": " + r.Detail
+			rows = append(rows, r)
+		}
+		return rows
+	}
+}
+
+// serverVersion is the first line s prints asked for its version.
+func serverVersion(ctx context.Context, s lsp.Server, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Path, s.Version...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = time.Second // a child holding a pipe open does not hold doctor
+	out, err := cmd.Output()
+	switch {
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("no answer within %s", timeout)
+	case err != nil:
+		if said := firstLine(stderr.String()); said != "" {
+			return "", fmt.Errorf("%w: %s", err, said)
+		}
+		return "", err
+	}
+	if v := firstLine(string(out)); v != "" {
+		return v, nil
+	}
+	return "", errors.New("it printed nothing")
+}
+
+// firstLine is s's first line, cut to a table cell's width.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	const most = 100
+	if len(line) > most {
+		line = line[:most] + "…"
+	}
+	return line
 }

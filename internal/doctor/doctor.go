@@ -1,9 +1,9 @@
 // Package doctor is `meka doctor`: it checks what a working meka needs
 // (the config and its profile, the profile's endpoint, confinement, the
-// data directory and database, MCP servers), prints one table, and says
-// for each failure what to do. The composition root gathers the facts
-// only it may read (the config, the environment) and hands them over;
-// the probing is here.
+// data directory and database, MCP servers, language servers), prints
+// one table, and says for each failure what to do. The composition root
+// gathers the facts only it may read (the config, the environment) and
+// hands them over; the probing is here.
 package doctor
 
 import (
@@ -21,7 +21,7 @@ const (
 	Pass Status = "ok"
 	Warn Status = "warn" // works, with something worth knowing
 	Fail Status = "FAIL"
-	Skip Status = "skip" // not checked: an earlier check failed, or nothing to check
+	Skip Status = "skip" // not checked: an earlier check failed, or nothing to check or run
 )
 
 // Result is one row of the table.

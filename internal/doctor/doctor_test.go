@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"meka.dev/meka/internal/lsp"
 	"meka.dev/meka/model"
 )
 
@@ -62,5 +64,62 @@ func TestDataCheck(t *testing.T) {
 	rows = DataCheck(filepath.Join(file, "data"), func(context.Context) (string, error) { return "", errors.New("no database") })(context.Background())
 	if rows[0].Status != Fail || rows[0].Fix == "" || rows[1].Status != Fail || rows[1].Detail != "no database" {
 		t.Fatalf("%+v", rows)
+	}
+}
+
+// Each language's server is listed: found with the first line it prints
+// asked its version, found with no way to ask, off, not on PATH (no
+// problem), configured and not found, or failing asked its version (both
+// warnings). [lsp] off is one row.
+func TestLSPCheck(t *testing.T) {
+	bin := t.TempDir()
+	script := func(name, body string) string {
+		p := filepath.Join(bin, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gopls := script("gopls", `[ "$1" = version ] && printf 'golang.org/x/tools/gopls v0.99.0\n    build info\n'`)
+	proxy := script("rust-analyzer", "echo \"error: Unknown binary 'rust-analyzer'\" >&2; exit 1\n")
+	pyright := script("pyright-langserver", "exit 1\n")
+	servers := []lsp.Server{
+		{Language: "go", Command: []string{"gopls"}, Path: gopls, Version: []string{"version"}},
+		{Language: "typescript", Command: []string{"/opt/tsls"}, Configured: true, Err: errors.New("/opt/tsls: not found")},
+		{Language: "python", Command: []string{"pyright-langserver", "--stdio"}, Path: pyright},
+		{Language: "rust", Command: []string{"rust-analyzer"}, Path: proxy, Version: []string{"--version"}},
+		{Language: "c", Command: []string{"clangd"}, Err: errors.New("clangd: not on PATH")},
+	}
+	var b strings.Builder
+	if failed := Run(context.Background(), &b, LSPCheck(servers, time.Minute)); failed != nil {
+		t.Fatalf("failed %+v", failed)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"lsp    ok      go: " + gopls + ", golang.org/x/tools/gopls v0.99.0\n",
+		"lsp    warn    typescript: /opt/tsls: not found\n", "→ check lsp.servers.typescript.command; meka runs without it\n",
+		"lsp    ok      python: " + pyright + "\n",
+		"lsp    warn    rust: " + proxy + ": asked its version, exit status 1: error: Unknown binary 'rust-analyzer'\n",
+		"→ it may not start either: repair it, or set lsp.servers.rust.enabled = false\n",
+		"lsp    skip    c: clangd: not on PATH; no diagnostics for its files\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Off in the config; a server that answers nothing is not waited for
+	// past the timeout.
+	hangs := script("hangs", "exec sleep 600\n")
+	rows := LSPCheck([]lsp.Server{{Language: "python", Configured: true},
+		{Language: "go", Command: []string{"gopls"}, Path: hangs, Version: []string{"version"}}}, 50*time.Millisecond)(context.Background())
+	if len(rows) != 2 || rows[0].Status != Skip || rows[0].Detail != "python: off in the config" ||
+		rows[1].Status != Warn || !strings.HasSuffix(rows[1].Detail, "asked its version, no answer within 50ms") {
+		t.Errorf("off, and a hung version: %+v", rows)
+	}
+
+	rows = LSPCheck(nil, time.Minute)(context.Background())
+	if len(rows) != 1 || rows[0].Status != Skip || !strings.Contains(rows[0].Detail, "[lsp] enabled = false") {
+		t.Errorf("[lsp] off: %+v", rows)
 	}
 }

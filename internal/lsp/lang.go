@@ -11,20 +11,24 @@ type Language struct {
 	Name string
 	// Command is the server's command line by default.
 	Command []string
+	// Version is the arguments that make Command's program print its
+	// version; nil when it has none (pyright-langserver takes no
+	// arguments but --stdio).
+	Version []string
 	// IDs maps a file extension to the LSP languageId of such files.
 	IDs map[string]string
 }
 
 // Languages are the servers meka knows, by name.
 var Languages = []Language{
-	{Name: "go", Command: []string{"gopls"}, IDs: map[string]string{".go": "go"}},
-	{Name: "typescript", Command: []string{"typescript-language-server", "--stdio"}, IDs: map[string]string{
+	{Name: "go", Command: []string{"gopls"}, Version: []string{"version"}, IDs: map[string]string{".go": "go"}},
+	{Name: "typescript", Command: []string{"typescript-language-server", "--stdio"}, Version: []string{"--version"}, IDs: map[string]string{
 		".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescriptreact",
 		".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascriptreact",
 	}},
 	{Name: "python", Command: []string{"pyright-langserver", "--stdio"}, IDs: map[string]string{".py": "python", ".pyi": "python"}},
-	{Name: "rust", Command: []string{"rust-analyzer"}, IDs: map[string]string{".rs": "rust"}},
-	{Name: "c", Command: []string{"clangd"}, IDs: map[string]string{
+	{Name: "rust", Command: []string{"rust-analyzer"}, Version: []string{"--version"}, IDs: map[string]string{".rs": "rust"}},
+	{Name: "c", Command: []string{"clangd"}, Version: []string{"--version"}, IDs: map[string]string{
 		".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp",
 	}},
 }

@@ -166,7 +166,11 @@ func (m *Manager) Serves(path string) bool {
 		return false
 	}
 	argv := m.command(lang)
-	return len(argv) > 0 && m.lookPath(argv[0]) == nil
+	if len(argv) == 0 {
+		return false
+	}
+	_, err := m.lookPath(argv[0])
+	return err == nil
 }
 
 func (m *Manager) command(lang *Language) []string {
@@ -177,13 +181,13 @@ func (m *Manager) command(lang *Language) []string {
 }
 
 // lookPath finds name in the PATH of the servers' environment, as the
-// command will.
-func (m *Manager) lookPath(name string) error {
+// command will, and returns its path.
+func (m *Manager) lookPath(name string) (string, error) {
 	if strings.ContainsRune(name, filepath.Separator) {
 		if fi, err := os.Stat(name); err != nil || fi.IsDir() {
-			return fmt.Errorf("%s: not found", name)
+			return "", fmt.Errorf("%s: not found", name)
 		}
-		return nil
+		return name, nil
 	}
 	path := ""
 	for _, kv := range m.opts.Env {
@@ -195,11 +199,49 @@ func (m *Manager) lookPath(name string) error {
 		if dir == "" {
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return nil
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
 		}
 	}
-	return fmt.Errorf("%s: not on PATH", name)
+	return "", fmt.Errorf("%s: not on PATH", name)
+}
+
+// Server is the server meka would start for one of Languages, as meka
+// doctor lists it.
+type Server struct {
+	Language string
+	// Command is its command line, the configured one when Configured;
+	// empty when the configuration turns the language off.
+	Command    []string
+	Configured bool
+	// Path is where Command's program was found; Err says why it was not.
+	Path string
+	Err  error
+	// Version is the arguments that make the program print its version:
+	// the Language's, for its default program; nil otherwise.
+	Version []string
+}
+
+// Servers lists the server of each of Languages, in order, and where its
+// program is found. It starts nothing.
+func (m *Manager) Servers() []Server {
+	out := make([]Server, len(Languages))
+	for i := range Languages {
+		lang := &Languages[i]
+		s := Server{Language: lang.Name, Command: m.command(lang)}
+		_, s.Configured = m.opts.Servers[lang.Name]
+		if len(s.Command) == 0 {
+			out[i] = s
+			continue
+		}
+		s.Path, s.Err = m.lookPath(s.Command[0])
+		if filepath.Base(s.Command[0]) == lang.Command[0] {
+			s.Version = lang.Version
+		}
+		out[i] = s
+	}
+	return out
 }
 
 // Diagnose returns path's errors and warnings as its language's server
@@ -213,7 +255,10 @@ func (m *Manager) Diagnose(ctx context.Context, req Request) Report {
 		return Report{}
 	}
 	argv := m.command(lang)
-	if len(argv) == 0 || m.lookPath(argv[0]) != nil {
+	if len(argv) == 0 {
+		return Report{}
+	}
+	if _, err := m.lookPath(argv[0]); err != nil {
 		return Report{}
 	}
 	content := req.Content
