@@ -44,6 +44,9 @@ type Options struct {
 	Wait time.Duration
 	// IdleTimeout stops a server nobody asked for that long.
 	IdleTimeout time.Duration
+	// AfterFunc schedules a server's idle stop; nil means time.AfterFunc.
+	// Tests pass one whose timers they fire themselves.
+	AfterFunc func(d time.Duration, f func()) Timer
 
 	// The confinement of every server, as for shell commands: Env is the
 	// environment they start from (allow-listed with EnvPassthrough when
@@ -64,6 +67,12 @@ type Options struct {
 	CacheDir string
 
 	Logger *slog.Logger
+}
+
+// Timer is a timer of Options.AfterFunc; *time.Timer is one.
+type Timer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
 }
 
 // Request asks for the diagnostics of one file.
@@ -149,6 +158,9 @@ func New(opts Options) *Manager {
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.AfterFunc == nil {
+		opts.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 	}
 	log := opts.Logger
 	if log == nil {

@@ -65,7 +65,7 @@ type server struct {
 	// busy counts the Diagnose calls in progress, which the idle timer
 	// waits for.
 	busy int
-	idle *time.Timer
+	idle Timer
 	// stopping is set once meka stops the server, so its exit is not a
 	// crash.
 	stopping bool
@@ -144,7 +144,7 @@ func (m *Manager) start(k key, argv []string, mode sandbox.Mode) (*server, error
 	}
 	s.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(pipe{stdout, stdin}))
 	s.conn.Go(life, s.handle)
-	s.idle = time.AfterFunc(m.opts.IdleTimeout, s.idleFired)
+	s.idle = m.opts.AfterFunc(m.opts.IdleTimeout, s.idleFired)
 	m.wg.Add(2)
 	go func() {
 		defer m.wg.Done()
