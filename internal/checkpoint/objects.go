@@ -68,8 +68,12 @@ func hashObject(kind string, body []byte) oid {
 	return o
 }
 
-// zlibWriters are reused: a new one allocates about a megabyte.
-var zlibWriters = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
+// zlibWriters are reused: a new one allocates about a megabyte. Best
+// speed, as git writes loose objects (core.looseCompression).
+var zlibWriters = sync.Pool{New: func() any {
+	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return w
+}}
 
 // objects is the object directory of one shadow repository.
 type objects struct {
@@ -101,12 +105,16 @@ func (s objects) write(kind string, body []byte) (oid, int64, error) {
 	zw.Write(body)
 	zw.Close()
 	zlibWriters.Put(zw)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return o, 0, fmt.Errorf("checkpoint: %w", err)
-	}
 	// A temporary name and a rename: a reader never sees half an object,
-	// and two writers of one object both succeed.
+	// and two writers of one object both succeed. The fan-out directory
+	// is made only when missing.
 	tmp, err := os.CreateTemp(filepath.Dir(p), "tmp_obj_")
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return o, 0, fmt.Errorf("checkpoint: %w", err)
+		}
+		tmp, err = os.CreateTemp(filepath.Dir(p), "tmp_obj_")
+	}
 	if err != nil {
 		return o, 0, fmt.Errorf("checkpoint: %w", err)
 	}
