@@ -55,6 +55,10 @@ type launcher struct {
 	running int
 	idle    *time.Timer
 	used    uint64 // pool.uses when last handed out, guarded by pool.mu
+	// answer bounds the wait for it to take a command (launcherStartup
+	// unless the test of a hung launcher shortens it for that one alone,
+	// so its replacement keeps the whole bound on a loaded machine).
+	answer time.Duration
 }
 
 // launch runs spec, confined as c says, through a launcher. ok is false
@@ -247,7 +251,7 @@ func (p probe) startLauncher(c confinement, root string) (*launcher, error) {
 	n, err := ctrl.Read(b[:])
 	ctrl.SetReadDeadline(time.Time{})
 	if err == nil && n == 1 && b[0] == 'r' {
-		return &launcher{ctrl: ctrl, cmd: cmd}, nil
+		return &launcher{ctrl: ctrl, cmd: cmd, answer: launcherStartup}, nil
 	}
 	ctrl.Close()
 	killGroup(cmd.Process.Pid)
@@ -301,7 +305,7 @@ func (l *launcher) start(ctx context.Context, c confinement, spec Spec, dir stri
 	// A launcher that does not take the command or answer in time (it
 	// hangs, or was stopped) counts as gone: launch ends it and tries
 	// another.
-	deadline := time.Now().Add(launcherStartup)
+	deadline := time.Now().Add(l.answer)
 	rights := syscall.UnixRights(int(theirs.Fd()), int(devNull.Fd()), int(writers[0].Fd()), int(writers[len(writers)-1].Fd()))
 	l.ctrl.SetWriteDeadline(deadline)
 	_, _, err = l.ctrl.WriteMsgUnix([]byte{'c'}, rights, nil)

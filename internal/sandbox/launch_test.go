@@ -609,12 +609,11 @@ func stopLauncher(t *testing.T, l *launcher) int {
 // A launcher that hangs (here, stopped) does not hang meka: a command it
 // does not take in time goes to a new launcher, and the hung one is ended.
 func TestLauncherHungAtStart(t *testing.T) {
-	defer func(d time.Duration) { launcherStartup = d }(launcherStartup)
-	launcherStartup = 300 * time.Millisecond
 	spec := launchedSpecs(t)[0]
 	spec.Args = []string{"true"}
 	hung := runLaunched(t, spec, io.Discard, io.Discard).proc.l
 	fd := stopLauncher(t, hung)
+	hung.answer = 300 * time.Millisecond // its replacement keeps the whole bound
 	spec.TempDir = shellTemp(t)
 	if next := runLaunched(t, spec, io.Discard, io.Discard); next.proc.l == hung {
 		t.Error("the hung launcher ran the command")
