@@ -235,7 +235,7 @@ func (sc *scan) recheck(n *dirNode, abs, name string, ch change, ign ignoreStack
 	d, err := statEntry(abs, name)
 	exists := err == nil
 	old := n.dirs[name]
-	if old != nil && exists && d.typ.IsDir() && ch == changeAttr && !nestedRepo(filepath.Join(abs, name)) {
+	if old != nil && exists && d.typ.IsDir() && ch == changeAttr && !nestedRepo(filepath.Join(abs, name)) && readable(filepath.Join(abs, name)) {
 		return nil // the same directory: its own events say what changed in it
 	}
 	crel := childRel(n.rel, name)
@@ -259,6 +259,17 @@ func (sc *scan) recheck(n *dirNode, abs, name string, ch change, ign ignoreStack
 		return nil
 	}
 	return sc.entry(n, abs, d, ign)
+}
+
+// readable says a directory can still be listed (a chmod may have taken
+// that away; a full scan leaves it out then).
+func readable(abs string) bool {
+	f, err := os.Open(abs)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // forget drops the stat cache entries of a subtree no longer recorded.

@@ -118,6 +118,8 @@ func TestWatchedSnapshotMatchesFullScan(t *testing.T) {
 		{"nested .gitignore ignores less", func() { write(t, filepath.Join(root, "pkg/.gitignore"), "") }},
 		{"a directory becomes a repository", func() { mustDo(t, os.Mkdir(filepath.Join(root, "back/.git"), 0o755)) }},
 		{"and stops being one", func() { mustDo(t, os.Remove(filepath.Join(root, "back/.git"))) }},
+		{"a directory made unreadable", func() { mustDo(t, os.Chmod(filepath.Join(root, "back/z"), 0)) }},
+		{"and readable again", func() { mustDo(t, os.Chmod(filepath.Join(root, "back/z"), 0o755)) }},
 		{"chmod +x", func() { mustDo(t, os.Chmod(filepath.Join(root, "a.txt"), 0o755)) }},
 		{"symlink", func() { mustDo(t, os.Symlink("a.txt", filepath.Join(root, "pkg/link"))) }},
 		{"symlink retargeted", func() {
