@@ -8,10 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"meka.dev/meka/internal/sqlite"
 	"meka.dev/meka/model/modeltest"
 	"meka.dev/meka/model/script"
+	"meka.dev/meka/session"
 )
 
 // The web app's views across sessions, in headless Chromium: the list's
@@ -26,9 +29,14 @@ func TestWebAppViewsInChromium(t *testing.T) {
 	 {"tool_calls":[{"id":"bg","name":"shell_execute","arguments":{"command":"echo task-started; exec sleep 600","background":true}}],
 	  "usage":{"input_tokens":1200,"output_tokens":300}},
 	 {"text":"Started it."},
+	 {"tool_calls":[{"id":"c","name":"checklist_add","arguments":{"items":["Read the notes","Ask Ana","Write it up"]}}]},
+	 {"tool_calls":[{"id":"e1","name":"checklist_edit","arguments":{"id":"c1","status":"completed"}},{"id":"e2","name":"checklist_edit","arguments":{"id":"c2","status":"deferred","reason":"Ana is away"}},{"id":"e3","name":"checklist_edit","arguments":{"id":"c3","status":"deferred","reason":"after Ana"}}]},
+	 {"text":"Noted."},
 	 {"text":"The task was stopped."},
 	 {"tool_calls":[{"id":"q","name":"mcp__t__ask","arguments":{"mode":"form"}}]},
 	 {"text":"Asked."},
+	 {"tool_calls":[{"id":"sv","name":"mcp__t__survey","arguments":{}}]},
+	 {"text":"Surveyed."},
 	 {"tool_calls":[{"id":"w","name":"file_write","arguments":{"path":"out.txt","content":"x"}}]},
 	 {"text":"Wrote it."}]}`))
 	if err != nil {
@@ -83,6 +91,27 @@ func TestWebAppViewsInChromium(t *testing.T) {
 	}
 	waitTurn(turn(a.ID, "start the task"))
 
+	// A third session keeps a checklist, then another process (this
+	// test's, on the same database file) takes it.
+	var c struct{ ID string }
+	if code := srv.call(t, "POST", "/v1/sessions", map[string]any{"cwd": work}, &c); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	waitTurn(turn(c.ID, "plan the write-up"))
+	if code := srv.call(t, "POST", "/v1/sessions/"+c.ID+"/close", nil, nil); code != 200 {
+		t.Fatalf("close: %d", code)
+	}
+	db, err := sqlite.Open(t.Context(), filepath.Join(data, "meka.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lock, err := db.Sessions().Lock(t.Context(), c.ID, session.Holder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(context.Background())
+
 	shots := artefacts(t)
 	shot := func(name string) chromedp.Action {
 		return chromedp.ActionFunc(func(ctx context.Context) error {
@@ -130,6 +159,16 @@ func TestWebAppViewsInChromium(t *testing.T) {
 		chromedp.WaitNotPresent(row(b.ID)), chromedp.WaitVisible(row(a.ID)))
 	must("list screenshots", shot("list"))
 
+	// The session another process holds: held elsewhere, naming it, with
+	// its checklist's progress folded from the log.
+	var status, holder, progress string
+	must("see the session held elsewhere", chromedp.WaitVisible(row(c.ID)),
+		chromedp.Text(row(c.ID)+` .status`, &status), chromedp.AttributeValue(row(c.ID)+` .status`, "title", &holder, nil),
+		chromedp.Text(row(c.ID)+` .progress`, &progress))
+	if status != "held elsewhere" || !strings.Contains(holder, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(progress, "checklist 1/3") {
+		t.Fatalf("the session held elsewhere shows %q (%q), progress %q", status, holder, progress)
+	}
+
 	// The task: its output's tail, then stopped from the page.
 	must("see the task", chromedp.Click(`#nav a[href="#tasks"]`),
 		chromedp.Poll(`[...document.querySelectorAll('#tasks .output')].some(e => e.textContent.includes('task-started'))`, nil),
@@ -155,6 +194,52 @@ func TestWebAppViewsInChromium(t *testing.T) {
 	// The form's answer, as typed (markup and all), in the tool's result.
 	if last := string(model.Requests()[len(model.Requests())-1].Body); !strings.Contains(last, `accept {\"name\":\"Ada `) || !strings.Contains(last, "Lovelace") {
 		t.Errorf("the answer did not reach the model: %s", last)
+	}
+
+	// A form of every kind of field MCP allows, answered from the inbox:
+	// labels from enumNames and oneOf titles, defaults preset, a list's
+	// bound checked before anything is sent.
+	surveyed := turn(a.ID, "survey me")
+	form := `#inbox-items .elicitation form`
+	var sizes, color string
+	must("fill the survey", chromedp.WaitVisible(form+` input[name=name]`),
+		chromedp.SendKeys(form+` input[name=name]`, "Ada"),
+		chromedp.SendKeys(form+` input[name=age]`, "36"),
+		chromedp.SendKeys(form+` input[name=height]`, "1.7"),
+		chromedp.Text(form+` select[name=size]`, &sizes),
+		chromedp.Evaluate(`(() => { const s = document.querySelector('`+form+` select[name=color]'); return s.options[s.selectedIndex].text; })()`, &color),
+		chromedp.SetValue(form+` select[name=size]`, "1"),
+		chromedp.Click(form+` input[name=news]`),
+		chromedp.Click(form+` input[name=tags][value=a]`),
+		chromedp.Click(form+` input[name=tags][value=b]`),
+		chromedp.Click(form+` input[name=tags][value=c]`),
+		shot("inbox-survey"),
+		chromedp.Click(form+` button[data-action=accept]`),
+		chromedp.Poll(`document.querySelector('#inbox-items .elicitation .error').textContent.includes('at most 2')`, nil),
+		chromedp.Click(form+` input[name=tags][value=b]`),
+		chromedp.Click(form+` button[data-action=accept]`),
+		chromedp.WaitNotPresent(`#inbox-items .elicitation`))
+	if !strings.Contains(sizes, "Small") || !strings.Contains(sizes, "Large") || color != "blue" {
+		t.Errorf("the survey's choices: sizes %q, color preset %q", sizes, color)
+	}
+	waitTurn(surveyed)
+	if last := string(model.Requests()[len(model.Requests())-1].Body); !strings.Contains(last, `accept {\"age\":36,\"color\":\"blue\",\"height\":1.7,\"name\":\"Ada\",\"news\":true,\"size\":\"l\",\"tags\":[\"a\",\"c\"]}`) {
+		t.Errorf("the survey's answer did not reach the model: %s", last)
+	}
+	// A form MCP does not allow (a nested object) is refused on its card:
+	// decline and cancel, no accept.
+	var refused struct {
+		Text   string
+		Accept bool
+	}
+	must("refuse a nested form", chromedp.Evaluate(`import('/app/requests.js').then((m) => {
+		const card = m.elicitationCard('s', {elicitation_id: 'nested', server: 't', message: 'Where?', mode: 'form',
+			schema: {type: 'object', properties: {address: {type: 'object', properties: {city: {type: 'string'}}}}}}, null);
+		document.body.append(card);
+		return {text: card.querySelector('.refused').textContent, accept: !!card.querySelector('[data-action=accept]')};
+	})`, &refused, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	if !strings.Contains(refused.Text, "address is a nested object") || refused.Accept {
+		t.Errorf("a nested form: %+v, want refused naming the field, without accept", refused)
 	}
 
 	// An approval of the other session, one tap from the inbox.

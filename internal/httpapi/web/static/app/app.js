@@ -2,7 +2,7 @@
 // modules, no build step. Everything that comes from the model, tools or
 // the API is put in the page as text (textContent), never parsed as HTML.
 
-import { h, clear, fmtTime, fmtTokens, fmtCost, statusOf } from "./dom.js";
+import { h, clear, fmtTime, fmtTokens, fmtCost, statusOf, holderOf } from "./dom.js";
 import { api, whenSignedOut } from "./api.js";
 import { openSession } from "./session.js";
 import { inboxView, scheduleView, tasksView } from "./views.js";
@@ -97,7 +97,7 @@ function renderList() {
     frag.append(h("li", {},
       h("a", { href: "#s/" + encodeURIComponent(s.id), class: "session" + (state.current === s.id ? " current" : ""), "data-id": s.id },
         h("span", { class: "title" }, s.title || "(untitled)"),
-        h("span", { class: "status " + st.replace(/ /g, "-") }, st),
+        h("span", { class: "status " + st.replace(/ /g, "-"), title: holderOf(s) || undefined }, st),
         h("span", { class: "dir" }, s.cwd, s.project ? " · " + s.project : ""),
         h("span", { class: "meta" },
           "active " + fmtTime(s.updated_at),

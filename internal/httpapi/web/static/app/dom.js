@@ -41,10 +41,16 @@ export function fmtCost(c) {
 
 // statusOf is a record's state in words: idle, running, waiting for
 // approval (or an MCP server's question), or held elsewhere (another meka
-// process holds it).
+// process holds it: a REPL, a one-shot run, another host).
 export function statusOf(rec) {
-  if (rec.state.heldElsewhere) return "held elsewhere";
+  if (rec.state.held_elsewhere) return "held elsewhere";
   if (rec.state.pending_approvals > 0 || rec.state.pending_elicitations > 0) return "waiting for approval";
   if (rec.state.status === "running") return "running";
   return "idle";
+}
+
+// holderOf says which process holds a session held elsewhere.
+export function holderOf(rec) {
+  const h = rec.state.holder;
+  return h ? `held by meka pid ${h.pid} on ${h.host}` : "";
 }

@@ -201,7 +201,7 @@ export async function openSession(view, id, app) {
         } catch (e2) { err.textContent = e2.message; }
         return;
       }
-      if (e.code === "held-elsewhere") { rec.state.heldElsewhere = true; setStatus(); }
+      if (e.code === "held-elsewhere") { rec.state.held_elsewhere = true; setStatus(); }
       err.textContent = e.message;
     }
   };
