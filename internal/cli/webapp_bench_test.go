@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,12 +106,15 @@ const renderedScript = `(() => {
 // to its 2,000-row transcript rendered, in headless Chromium, as the page
 // measures it (renderedScript):
 //   - ms-to-render: the screen complete, the session list beside the
-//     transcript's last screenful. The rows above are drawn while the
-//     page is idle and, ahead of that, as the view is scrolled up to
-//     them, so the whole transcript is reachable from this frame on;
+//     transcript's last screenful. The rows above are drawn after it in
+//     slices and, ahead of those, as the view is scrolled up to them, so
+//     the whole transcript is reachable from this frame on;
 //   - ms-all-rows: every row in the page (each run then scrolls to the
 //     top and finds the first row there);
 //   - ms-history-fetched: the history in hand and parsed (the page's mark).
+//
+// Each is the median of the runs: on a shared machine a run now and then
+// waits out someone else's work.
 func BenchmarkWebAppTranscript2000(b *testing.B) {
 	w := newWebappBench(b, 2000)
 	page := w.srv.url + "/#s/" + w.session
@@ -121,7 +125,7 @@ func BenchmarkWebAppTranscript2000(b *testing.B) {
 	})); err != nil {
 		b.Fatal(err)
 	}
-	var screen, all, fetched float64
+	var screen, all, fetched []float64
 	b.ResetTimer()
 	for range b.N {
 		var r struct {
@@ -129,12 +133,20 @@ func BenchmarkWebAppTranscript2000(b *testing.B) {
 			AllAtBottom          bool
 		}
 		var first string
-		err := chromedp.Run(w.ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(page),
-			chromedp.Poll(`window.__rendered.screen > 0 && window.__rendered.all > 0`, nil),
-			chromedp.Evaluate(`({screen: __rendered.screen, all: __rendered.all, allAtBottom: __rendered.allAtBottom,
-				fetched: (performance.getEntriesByName('meka:history-fetched')[0] || {}).startTime || 0})`, &r),
-			chromedp.Evaluate(`document.getElementById('transcript').scrollTop = 0;
-				document.querySelector('#transcript > li').textContent`, &first))
+		measure := func() error {
+			return chromedp.Run(w.ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(page),
+				chromedp.Poll(`window.__rendered.screen > 0 && window.__rendered.all > 0`, nil),
+				chromedp.Evaluate(`({screen: __rendered.screen, all: __rendered.all, allAtBottom: __rendered.allAtBottom,
+					fetched: (performance.getEntriesByName('meka:history-fetched')[0] || {}).startTime || 0})`, &r),
+				chromedp.Evaluate(`document.getElementById('transcript').scrollTop = 0;
+					document.querySelector('#transcript > li').textContent`, &first))
+		}
+		err := measure()
+		for try := 1; err != nil && strings.Contains(err.Error(), "Cannot find context") && try < 3; try++ {
+			// chromedp evaluated in the page just left: on a loaded
+			// machine the new page's context can be announced late.
+			err = measure()
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -144,13 +156,18 @@ func BenchmarkWebAppTranscript2000(b *testing.B) {
 		if !strings.Contains(first, "read 0") {
 			b.Fatalf("scrolled to the top, the first row is %q", first)
 		}
-		screen += r.Screen
-		all += r.All
-		fetched += r.Fetched
+		screen = append(screen, r.Screen)
+		all = append(all, r.All)
+		fetched = append(fetched, r.Fetched)
 	}
-	b.ReportMetric(screen/float64(b.N), "ms-to-render")
-	b.ReportMetric(all/float64(b.N), "ms-all-rows")
-	b.ReportMetric(fetched/float64(b.N), "ms-history-fetched")
+	b.ReportMetric(median(screen), "ms-to-render")
+	b.ReportMetric(median(all), "ms-all-rows")
+	b.ReportMetric(median(fetched), "ms-history-fetched")
+}
+
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 // BenchmarkWebAppServerMemory20Tabs is meka serve's resident memory with
