@@ -29,10 +29,34 @@ func levelName(l permission.Level) string {
 	return strings.ToUpper(n[:1]) + n[1:]
 }
 
+// picked is what a session's pickers show as chosen.
+type picked struct {
+	level     permission.Level
+	profile   string
+	approvals bool
+	project   string
+}
+
+// pickedOf reads a session's choices.
+func pickedOf(hs *host.Session) picked {
+	p := picked{level: hs.Level(), profile: hs.Meta().Profile, approvals: hs.Approvals(), project: hs.Project()}
+	if p.profile == "" {
+		p.profile = hs.Profile().Name
+	}
+	return p
+}
+
 // modes is the permission picker.
-func (e *entry) modes() *SessionModeState {
-	ms := &SessionModeState{CurrentModeID: e.session().Level().String()}
-	for _, l := range e.s.opts.Levels {
+func (e *entry) modes() *SessionModeState { return e.s.modes(pickedOf(e.session())) }
+
+// configOptions lists permission, profile and approvals.
+func (e *entry) configOptions() []SessionConfigOption {
+	return e.s.configOptions(pickedOf(e.session()))
+}
+
+func (s *server) modes(p picked) *SessionModeState {
+	ms := &SessionModeState{CurrentModeID: p.level.String()}
+	for _, l := range s.opts.Levels {
 		ms.AvailableModes = append(ms.AvailableModes, SessionMode{ID: l.String(), Name: levelName(l), Description: levelDescriptions[l]})
 	}
 	return ms
@@ -41,36 +65,31 @@ func (e *entry) modes() *SessionModeState {
 // configOptions lists permission, profile and approvals, in that order.
 // approvals is a boolean where the client renders one, else an on/off
 // select.
-func (e *entry) configOptions() []SessionConfigOption {
-	hs := e.session()
+func (s *server) configOptions(p picked) []SessionConfigOption {
 	perm := SessionConfigOption{ID: "permission", Name: "Permission", Category: "mode", Type: "select",
-		Description: "What tools may do in this session.", CurrentValue: hs.Level().String()}
-	for _, l := range e.s.opts.Levels {
+		Description: "What tools may do in this session.", CurrentValue: p.level.String()}
+	for _, l := range s.opts.Levels {
 		perm.Options = append(perm.Options, SessionConfigSelectOption{Value: l.String(), Name: levelName(l), Description: levelDescriptions[l]})
 	}
-	current := hs.Meta().Profile
-	if current == "" {
-		current = hs.Profile().Name
-	}
 	prof := SessionConfigOption{ID: "profile", Name: "Profile", Category: "model", Type: "select",
-		Description: "The model profile the session runs on.", CurrentValue: current}
-	names := e.s.opts.Profiles
-	if !slices.Contains(names, current) {
-		names = append([]string{current}, names...)
+		Description: "The model profile the session runs on.", CurrentValue: p.profile}
+	names := s.opts.Profiles
+	if !slices.Contains(names, p.profile) {
+		names = append([]string{p.profile}, names...)
 	}
 	for _, n := range names {
 		prof.Options = append(prof.Options, SessionConfigSelectOption{Value: n, Name: n})
 	}
 	appr := SessionConfigOption{ID: "approvals", Name: "Approvals",
 		Description: "Ask before a tool call the permission level does not allow, instead of refusing it."}
-	if caps := e.s.caps(); caps.Session != nil && caps.Session.ConfigOptions != nil && caps.Session.ConfigOptions.Boolean != nil {
-		appr.Type, appr.CurrentValue = "boolean", hs.Approvals()
+	if caps := s.caps(); caps.Session != nil && caps.Session.ConfigOptions != nil && caps.Session.ConfigOptions.Boolean != nil {
+		appr.Type, appr.CurrentValue = "boolean", p.approvals
 	} else {
-		appr.Type, appr.CurrentValue = "select", onOff(hs.Approvals())
+		appr.Type, appr.CurrentValue = "select", onOff(p.approvals)
 		appr.Options = []SessionConfigSelectOption{{Value: "on", Name: "On"}, {Value: "off", Name: "Off"}}
 	}
 	opts := []SessionConfigOption{perm, prof}
-	if proj, ok := e.projectOption(); ok {
+	if proj, ok := s.projectOption(p.project); ok {
 		opts = append(opts, proj)
 	}
 	return append(opts, appr)
@@ -81,15 +100,14 @@ func (e *entry) configOptions() []SessionConfigOption {
 const noProject = "(none)"
 
 // projectOption is the project picker, offered where a project exists.
-func (e *entry) projectOption() (SessionConfigOption, bool) {
-	names, err := e.s.host.Projects(e.s.base)
+func (s *server) projectOption(current string) (SessionConfigOption, bool) {
+	names, err := s.host.Projects(s.base)
 	if err != nil {
-		e.s.log.Error("acp: list projects", "err", err)
+		s.log.Error("acp: list projects", "err", err)
 	}
 	if len(names) == 0 {
 		return SessionConfigOption{}, false
 	}
-	current := e.session().Project()
 	if current == "" {
 		current = noProject
 	}

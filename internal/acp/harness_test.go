@@ -107,6 +107,9 @@ type harnessOptions struct {
 	workspaceHome bool
 	// checkpoints, when set, is where the host keeps them.
 	checkpoints string
+	// build, when set, runs as each session's engine is built; its error
+	// fails the build.
+	build func() error
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -149,6 +152,11 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 			return host.Profile{}, errors.New("no such profile")
 		},
 		Tools: func(env host.Env) ([]tool.Tool, error) {
+			if o.build != nil {
+				if err := o.build(); err != nil {
+					return nil, err
+				}
+			}
 			ts := append([]tool.Tool(nil), o.tools...)
 			if o.shell {
 				ts = append(ts, shelltool.New(shelltool.Options{Tasks: env.TaskRegistry, Env: os.Environ()}))
@@ -326,6 +334,7 @@ func (h *harness) newSession() string {
 	h.t.Helper()
 	var resp NewSessionResponse
 	h.call("session/new", NewSessionRequest{Cwd: h.cwd, McpServers: []json.RawMessage{}}, &resp)
+	h.srv.awaitBuilds()
 	return resp.SessionID
 }
 
@@ -408,6 +417,7 @@ func (h *harness) clearWire() {
 // AfterResponse updates) has arrived: the next response waits for them.
 func (h *harness) sync() {
 	h.t.Helper()
+	h.srv.awaitBuilds() // a new session's announcements follow its build
 	h.call("session/list", ListSessionsRequest{}, nil)
 }
 

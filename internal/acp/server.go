@@ -166,6 +166,9 @@ type server struct {
 	// swept are sessions the idle sweep released; a request naming one
 	// reopens it.
 	swept map[string]bool
+	// building are the sessions session/new answered whose engines are
+	// still being built (build.go).
+	building map[string]*building
 
 	arrivals *arrivals
 }
@@ -193,7 +196,8 @@ func newServer(opts Options) *server {
 		opts.Levels = permission.Levels
 	}
 	s := &server{opts: opts, log: opts.Logger, base: context.Background(), ready: make(chan struct{}),
-		sessions: make(map[string]*entry), swept: make(map[string]bool), arrivals: newArrivals()}
+		sessions: make(map[string]*entry), swept: make(map[string]bool), building: make(map[string]*building),
+		arrivals: newArrivals()}
 	if opts.Open == nil {
 		s.host = opts.Host
 		s.opening.Do(func() { close(s.ready) })
@@ -214,7 +218,11 @@ func (s *server) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		defer s.startOpen()
 	} else if req.Method != "authenticate" {
 		s.startOpen()
-		if err := s.awaitHost(ctx); err != nil {
+		err := s.awaitHost(ctx)
+		if err == nil {
+			err = s.awaitBuild(ctx, req.Params)
+		}
+		if err != nil {
 			if req.Method == "session/prompt" {
 				s.arrivals.take(string(req.ID))
 			}
@@ -380,8 +388,10 @@ func (s *server) sweep(ctx context.Context) {
 	}
 }
 
-// closeAll closes every session of the connection.
+// closeAll closes every session of the connection, once those being
+// built are.
 func (s *server) closeAll(ctx context.Context) {
+	s.awaitBuilds()
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.sessions))
 	for _, e := range s.sessions {

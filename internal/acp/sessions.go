@@ -56,16 +56,16 @@ func (s *server) newSession(ctx context.Context, p *NewSessionRequest) (*NewSess
 	if added != nil {
 		o.SystemPrompt = *added
 	}
-	hs, err := s.host.Create(ctx, o)
+	// The answer goes out once the session is stored; its engine is
+	// built meanwhile, and a request naming it waits for that.
+	pending, err := s.host.Start(ctx, o)
 	if err != nil {
 		return nil, s.sessionError("create session", "", err)
 	}
-	e := s.register(hs, true)
-	jsonrpc.AfterResponse(ctx, func() {
-		e.announce(ctx, false)
-		e.dropped(ctx, len(p.McpServers))
-	})
-	return &NewSessionResponse{SessionID: hs.ID(), Modes: e.modes(), ConfigOptions: e.configOptions()}, nil
+	meta := pending.Meta()
+	s.build(ctx, pending, len(p.McpServers))
+	chosen := picked{level: pending.Level(), profile: meta.Profile, approvals: meta.Approvals, project: meta.Project}
+	return &NewSessionResponse{SessionID: meta.ID, Modes: s.modes(chosen), ConfigOptions: s.configOptions(chosen)}, nil
 }
 
 // open opens a stored session for load or resume: refused for a

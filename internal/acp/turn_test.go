@@ -57,6 +57,7 @@ func TestCancelMidTurn(t *testing.T) {
 }
 
 func (h *harness) lookup(id string) *entry {
+	h.srv.awaitBuilds()
 	e := h.srv.lookup(id)
 	if e == nil {
 		h.t.Fatalf("no entry for %s", id)

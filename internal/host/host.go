@@ -302,15 +302,25 @@ var ErrLevelNotEnabled = errors.New("permission level is not enabled")
 
 // Create stores a new session and opens it.
 func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
+	meta, ws, err := h.createRow(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return h.OpenIn(ctx, meta.ID, ws)
+}
+
+// createRow checks and stores a new session, returning it and the
+// workspace to open it in.
+func (h *Host) createRow(ctx context.Context, o CreateOptions) (session.Meta, Workspace, error) {
 	cwd, err := Canonical(o.Cwd)
 	if err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
 	}
 	dirs := make([]string, 0, len(o.AdditionalDirs))
 	for _, d := range o.AdditionalDirs {
 		c, err := Canonical(d)
 		if err != nil {
-			return nil, fmt.Errorf("create session: additional directory: %w", err)
+			return session.Meta{}, Workspace{}, fmt.Errorf("create session: additional directory: %w", err)
 		}
 		dirs = append(dirs, c)
 	}
@@ -319,30 +329,95 @@ func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
 		level = *o.Permission
 	}
 	if !h.opts.Permissions.Offers(level) {
-		return nil, fmt.Errorf("create session: %w: %s", ErrLevelNotEnabled, level)
+		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w: %s", ErrLevelNotEnabled, level)
 	}
 	if err := h.checkWorkspace(cwd, level); err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
 	}
 	if err := h.checkProject(ctx, o.Project); err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
 	}
 	prof, err := h.opts.Profiles(o.Profile)
 	if err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
 	}
 	meta, err := h.opts.Store.Create(ctx, session.Meta{
 		ID: o.ID, Cwd: cwd, AdditionalDirs: dirs, Profile: prof.Name, Project: o.Project,
 		Permission: level.String(), Approvals: h.opts.Permissions.Approvals, ParentID: o.ParentID,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
 	}
 	ws := Workspace{}
 	if o.SystemPrompt != "" {
 		ws.SystemPrompt = &o.SystemPrompt
 	}
-	return h.OpenIn(ctx, meta.ID, ws)
+	return meta, ws, nil
+}
+
+// Pending is a session Start created: its row is stored and its lock
+// held, while its engine (tools, prompt, extensions) is built.
+type Pending struct {
+	meta  session.Meta
+	level permission.Level
+	build func() // runs once, in its own goroutine
+	once  sync.Once
+	done  chan struct{}
+	s     *Session // set before done closes, as is err
+	err   error
+}
+
+// Meta is the session's description as it was created.
+func (p *Pending) Meta() session.Meta { return p.meta }
+
+// Level is the permission level the session starts at.
+func (p *Pending) Level() permission.Level { return p.level }
+
+// Build starts the build, unless it has started. A front door calls it
+// once it has answered, so that the answer does not share the machine
+// with the build.
+func (p *Pending) Build() {
+	p.once.Do(func() { go p.build() })
+}
+
+// Wait starts the build if need be and returns the built session, or
+// why it could not be built; ctx bounds only the wait, not the build.
+func (p *Pending) Wait(ctx context.Context) (*Session, error) {
+	p.Build()
+	select {
+	case <-p.done:
+		return p.s, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Start is Create that returns once the session is stored and its lock
+// taken, its engine to be built in the background (Pending.Build): a
+// front door answers the creation at once and waits (Pending.Wait)
+// before it uses the session. Meanwhile an Open of the session waits for the build; a
+// failed build releases the lock and leaves the session stored, as a
+// failed Create does.
+func (h *Host) Start(ctx context.Context, o CreateOptions) (*Pending, error) {
+	meta, ws, err := h.createRow(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pending{meta: meta, level: h.recordedLevel(meta.Permission), done: make(chan struct{})}
+	s, op, err := h.begin(ctx, meta, ws)
+	if err != nil {
+		return nil, err
+	}
+	p.build = func() {
+		defer close(p.done)
+		if s != nil { // opened already, by whoever found it first
+			p.s = s
+			return
+		}
+		// Not the request's context: the build outlives the answer.
+		p.s, p.err = h.finishOpen(context.WithoutCancel(ctx), op)
+	}
+	return p, nil
 }
 
 // Workspace is where a front door wants a session to work: a non-empty Cwd
@@ -390,6 +465,26 @@ func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Se
 			return nil, fmt.Errorf("open session %s: %w", meta.ID, err)
 		}
 	}
+	s, op, err := h.begin(ctx, meta, ws)
+	if err != nil || s != nil {
+		return s, err
+	}
+	return h.finishOpen(ctx, op)
+}
+
+// opening is a session being opened here: its place in h.opening, and
+// its lock once taken.
+type opening struct {
+	meta session.Meta
+	ws   Workspace
+	lock session.Lock
+	done chan struct{}
+}
+
+// begin takes a session for opening in ws: it returns the session when
+// this host already has it open there, else its opening, with the lock
+// taken and the workspace recorded, for finishOpen.
+func (h *Host) begin(ctx context.Context, meta session.Meta, ws Workspace) (*Session, *opening, error) {
 	// One opening per session at a time: a second caller waits for the
 	// first and shares its session rather than racing it for the lock.
 	for {
@@ -397,13 +492,13 @@ func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Se
 		if s, ok := h.open[meta.ID]; ok {
 			h.mu.Unlock()
 			if ws.holds(s.Meta(), s.prompt.client) {
-				return s, nil
+				return s, nil, nil
 			}
 			if s.Busy() {
-				return nil, fmt.Errorf("open session %s in another workspace: %w", meta.ID, agent.ErrBusy)
+				return nil, nil, fmt.Errorf("open session %s in another workspace: %w", meta.ID, agent.ErrBusy)
 			}
 			if err := h.CloseSession(ctx, meta.ID); err != nil {
-				return nil, fmt.Errorf("open session: %w", err)
+				return nil, nil, fmt.Errorf("open session: %w", err)
 			}
 			continue
 		}
@@ -415,33 +510,45 @@ func (h *Host) OpenIn(ctx context.Context, idOrPrefix string, ws Workspace) (*Se
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("open session: %w", ctx.Err())
+			return nil, nil, fmt.Errorf("open session: %w", ctx.Err())
 		}
 	}
-	done := make(chan struct{})
-	h.opening[meta.ID] = done
+	op := &opening{meta: meta, ws: ws, done: make(chan struct{})}
+	h.opening[meta.ID] = op.done
 	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		delete(h.opening, meta.ID)
-		h.mu.Unlock()
-		close(done)
-	}()
 
 	lock, err := h.opts.Store.Lock(ctx, meta.ID, h.opts.Holder)
 	if err != nil {
-		return nil, fmt.Errorf("open session: %w", err)
+		h.endOpening(op)
+		return nil, nil, fmt.Errorf("open session: %w", err)
 	}
+	op.lock = lock
 	if !ws.dirsHeld(meta) {
-		meta.Cwd, meta.AdditionalDirs = ws.Cwd, ws.AdditionalDirs
-		if err := h.opts.Store.Update(ctx, meta); err != nil {
+		op.meta.Cwd, op.meta.AdditionalDirs = ws.Cwd, ws.AdditionalDirs
+		if err := h.opts.Store.Update(ctx, op.meta); err != nil {
 			_ = lock.Release(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("open session %s: record its workspace: %w", meta.ID, err)
+			h.endOpening(op)
+			return nil, nil, fmt.Errorf("open session %s: record its workspace: %w", meta.ID, err)
 		}
 	}
-	s, err := h.load(ctx, meta, lock, ws.SystemPrompt)
+	return nil, op, nil
+}
+
+// endOpening lets the next opening of the session go ahead.
+func (h *Host) endOpening(op *opening) {
+	h.mu.Lock()
+	delete(h.opening, op.meta.ID)
+	h.mu.Unlock()
+	close(op.done)
+}
+
+// finishOpen loads a session begin took, releasing its lock if it cannot.
+func (h *Host) finishOpen(ctx context.Context, op *opening) (*Session, error) {
+	defer h.endOpening(op)
+	meta := op.meta
+	s, err := h.load(ctx, meta, op.lock, op.ws.SystemPrompt)
 	if err != nil {
-		_ = lock.Release(context.WithoutCancel(ctx))
+		_ = op.lock.Release(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open session %s: %w", meta.ID, err)
 	}
 	for _, o := range h.opts.Observers {
