@@ -134,6 +134,9 @@ func (p *ptySession) wait(s string) { p.t.Helper(); p.term.waitText(p.t, s) }
 // what the terminal shows.
 func (p *ptySession) quit() (int, string) {
 	p.t.Helper()
+	// Ctrl+C interrupts a turn still running (its reply may be on screen
+	// before it ends), and arms quitting only once the screen is idle.
+	p.term.waitText(p.t, "shift+tab level")
 	p.keys("\x15\x03") // an empty line, then Ctrl+C arms quitting
 	p.term.waitText(p.t, "ctrl+c again to quit")
 	p.keys("\x03")
