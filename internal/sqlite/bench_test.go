@@ -55,21 +55,7 @@ func benchDB(b *testing.B) *sqlite.Sessions {
 
 // BenchmarkAppendRound appends one round (4 rows, 6 KB of JSON) per op,
 // the write an agent makes after each model response.
-func BenchmarkAppendRound(b *testing.B) {
-	s := benchDB(b)
-	m, err := s.Create(b.Context(), session.Meta{Cwd: "/w"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rows := round(1, 0, codeOutput)
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for b.Loop() {
-		if _, err := s.Append(b.Context(), m.ID, rows); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkAppendRound(b *testing.B) { benchAppendRound(b, benchDB(b)) }
 
 // BenchmarkAppendRoundFed is BenchmarkAppendRound with a feed, as every
 // front door opens the store: each append stores an event too.
@@ -77,7 +63,11 @@ func BenchmarkAppendRoundFed(b *testing.B) {
 	feed := func(id string, rows []session.Row) []sqlite.FeedEntry {
 		return []sqlite.FeedEntry{{SessionID: id, Turn: rows[0].Turn, Type: "message.created", Data: []byte(`{"role":"assistant"}`)}}
 	}
-	s := open(b, filepath.Join(b.TempDir(), "meka.db"), sqlite.Options{Feed: feed}).Sessions()
+	benchAppendRound(b, open(b, filepath.Join(b.TempDir(), "meka.db"), sqlite.Options{Feed: feed}).Sessions())
+}
+
+// benchAppendRound appends one round per op to a new session of s.
+func benchAppendRound(b *testing.B, s session.Store) {
 	m, err := s.Create(b.Context(), session.Meta{Cwd: "/w"})
 	if err != nil {
 		b.Fatal(err)
