@@ -31,10 +31,12 @@ var allowed = map[string][]string{
 	"internal/sandbox/credential": {},
 	"internal/schedule/cron":      {},
 	"internal/imaging":            {},
-	"internal/config":             {"permission", "internal/sandbox/credential"},
+	"internal/config":             {"permission", "internal/sandbox/credential", "internal/typo"},
 	"internal/skills":             {},
 	"internal/termsafe":           {},
-	"internal/storerec":           {},
+	// "Did you mean": how far a mistyped word is from the names meant.
+	"internal/typo":     {},
+	"internal/storerec": {},
 	// Tests only: the feed and outbox suite both SQL stores pass.
 	"internal/storerec/feedtest": {"internal/storerec"},
 	// Tests only: skip for a missing tool, or fail under CI.

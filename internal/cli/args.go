@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"meka.dev/meka/internal/typo"
 )
 
 // oneshotFirst reports whether args ask for --oneshot (or -p) before the
@@ -100,7 +102,7 @@ func nearestCommand(c *cobra.Command, word string) string {
 		if !sub.IsAvailableCommand() {
 			continue
 		}
-		d := editDistance(strings.ToLower(word), sub.Name())
+		d := typo.Distance(strings.ToLower(word), sub.Name())
 		if strings.HasPrefix(sub.Name(), strings.ToLower(word)) {
 			d = 1
 		}
@@ -115,18 +117,15 @@ func nearestCommand(c *cobra.Command, word string) string {
 func flagError(cmd *cobra.Command, err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
-		best, bestDist := "", 3
+		var names []string
 		visit := func(f *pflag.Flag) {
-			if f.Hidden {
-				return
-			}
-			if d := editDistance(name, f.Name); d < bestDist {
-				best, bestDist = f.Name, d
+			if !f.Hidden {
+				names = append(names, f.Name)
 			}
 		}
 		cmd.Flags().VisitAll(visit)
 		cmd.InheritedFlags().VisitAll(visit)
-		if best != "" {
+		if best := typo.Nearest(name, names, 2); best != "" {
 			return usageError("%s; did you mean --%s?", msg, best)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"meka.dev/meka/internal/typo"
 )
 
 // A prompt may be given unquoted (meka fix the build), so any word that is
@@ -56,7 +58,7 @@ func refuseMistake(root *cobra.Command, args []string, more []string) error {
 		if len(name) <= 4 {
 			limit = 1
 		}
-		if d := editDistance(lower, name); d > 0 && d <= limit && d < bestDist {
+		if d := typo.Distance(lower, name); d > 0 && d <= limit && d < bestDist {
 			best, bestDist = name, d
 		}
 	}
@@ -69,34 +71,4 @@ func refuseMistake(root *cobra.Command, args []string, more []string) error {
 func mistake(word string, args []string, meant string) error {
 	return usageError("unknown command %q; did you mean %s?\nTo send it to the model as a prompt: meka -- %s",
 		word, meant, strings.Join(args, " "))
-}
-
-// editDistance counts the insertions, deletions, substitutions and swaps
-// of adjacent bytes that turn a into b (optimal string alignment), so
-// "hlep" is one edit from "help". Inputs are single words, cut at 64 bytes.
-func editDistance(a, b string) int {
-	if len(a) > 64 {
-		a = a[:64]
-	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

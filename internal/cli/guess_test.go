@@ -5,20 +5,6 @@ import (
 	"testing"
 )
 
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"sesions", "sessions", 1}, {"hlep", "help", 1}, {"hello", "help", 2}, {"acp", "acp", 0},
-		{"add", "acp", 2}, {"", "acp", 3}, {"shcedule", "schedule", 1},
-	} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
-
 func TestVersionOf(t *testing.T) {
 	vcs := func(kv ...string) []debug.BuildSetting {
 		var out []debug.BuildSetting

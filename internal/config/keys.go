@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"meka.dev/meka/internal/typo"
 )
 
 // A config value that decodes fine can still be wrong (an unknown level, a
@@ -270,38 +272,7 @@ func knownKeys(t reflect.Type) []string {
 
 // suggest returns the known key closest to name when it is a likely typo.
 func suggest(name string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(name), k); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes. Inputs are
-// short key names; longer ones are cut off, as they are no typo of a key.
-func editDistance(a, b string) int {
-	if len(a) > 64 {
-		a = a[:64]
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return typo.Nearest(strings.ToLower(name), known, 2)
 }
 
 // Locate says where key is set in the config file at path: the line and
