@@ -148,6 +148,7 @@ type feedStore struct {
 	f interface {
 		Append(ctx context.Context, entries []storerec.FeedEntry) ([]storerec.FeedEvent, error)
 		After(ctx context.Context, after int64, sessionID string, limit int) ([]storerec.FeedEvent, error)
+		Before(ctx context.Context, before int64, sessionID string, limit int) ([]storerec.FeedEvent, error)
 		Bounds(ctx context.Context) (oldest, newest int64, err error)
 		Unfinished(ctx context.Context) ([]storerec.FeedEvent, error)
 		TurnEvents(ctx context.Context, sessionID, turnID string) ([]storerec.FeedEvent, error)
@@ -177,6 +178,11 @@ func (s feedStore) Append(ctx context.Context, entries []httpapi.Entry) ([]httpa
 
 func (s feedStore) After(ctx context.Context, after int64, sessionID string, limit int) ([]httpapi.Event, error) {
 	evs, err := s.f.After(ctx, after, sessionID, limit)
+	return feedEvents(evs), err
+}
+
+func (s feedStore) Before(ctx context.Context, before int64, sessionID string, limit int) ([]httpapi.Event, error) {
+	evs, err := s.f.Before(ctx, before, sessionID, limit)
 	return feedEvents(evs), err
 }
 

@@ -94,6 +94,10 @@ type Store interface {
 	// After returns up to limit events with an id above after, oldest
 	// first; a non-empty sessionID keeps that session's only.
 	After(ctx context.Context, after int64, sessionID string, limit int) ([]Event, error)
+	// Before returns the newest events with an id below before, up to
+	// limit, oldest first; a non-empty sessionID keeps that session's
+	// only. A client reads a long history from its end this way.
+	Before(ctx context.Context, before int64, sessionID string, limit int) ([]Event, error)
 	// Bounds returns the oldest and newest ids, 0 and 0 when empty.
 	Bounds(ctx context.Context) (oldest, newest int64, err error)
 	// Unfinished returns the turn.started events no turn.completed of the

@@ -62,6 +62,10 @@ func (s sqliteFeed) After(ctx context.Context, after int64, id string, limit int
 	evs, err := s.f.After(ctx, after, id, limit)
 	return feedEvents(evs), err
 }
+func (s sqliteFeed) Before(ctx context.Context, before int64, id string, limit int) ([]httpapi.Event, error) {
+	evs, err := s.f.Before(ctx, before, id, limit)
+	return feedEvents(evs), err
+}
 func (s sqliteFeed) Bounds(ctx context.Context) (int64, int64, error) { return s.f.Bounds(ctx) }
 func (s sqliteFeed) Unfinished(ctx context.Context) ([]httpapi.Event, error) {
 	evs, err := s.f.Unfinished(ctx)

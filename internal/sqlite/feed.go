@@ -93,6 +93,17 @@ func (f *Feed) After(ctx context.Context, after int64, sessionID string, limit i
 	return f.query(ctx, "read feed", `SELECT id, session_id, turn, type, data, time FROM feed WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
 }
 
+// Before returns the newest events with an id below before, up to limit
+// of them, oldest first; sessionID, when set, keeps that session's only.
+// Paging back from the newest id plus one reads a feed tail first.
+func (f *Feed) Before(ctx context.Context, before int64, sessionID string, limit int) ([]FeedEvent, error) {
+	if sessionID != "" {
+		return f.query(ctx, "read feed", `SELECT * FROM (SELECT id, session_id, turn, type, data, time FROM feed WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?) ORDER BY id`,
+			sessionID, before, limit)
+	}
+	return f.query(ctx, "read feed", `SELECT * FROM (SELECT id, session_id, turn, type, data, time FROM feed WHERE id < ? ORDER BY id DESC LIMIT ?) ORDER BY id`, before, limit)
+}
+
 // Unfinished returns the turn.started events that no turn.completed of
 // the same turn follows, oldest first: turns whose process stopped before
 // it recorded their end (or that run now).

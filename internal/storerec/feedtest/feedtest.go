@@ -7,6 +7,7 @@ package feedtest
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 type Feed interface {
 	Append(ctx context.Context, entries []storerec.FeedEntry) ([]storerec.FeedEvent, error)
 	After(ctx context.Context, after int64, sessionID string, limit int) ([]storerec.FeedEvent, error)
+	Before(ctx context.Context, before int64, sessionID string, limit int) ([]storerec.FeedEvent, error)
 	Unfinished(ctx context.Context) ([]storerec.FeedEvent, error)
 	TurnEvents(ctx context.Context, sessionID, turnID string) ([]storerec.FeedEvent, error)
 	Bounds(ctx context.Context) (oldest, newest int64, err error)
@@ -43,6 +45,7 @@ type Opener func(t *testing.T, now func() time.Time) DB
 // Run runs the suite; newOpener gives each test a database of its own.
 func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
 	t.Run("UnfinishedTurns", func(t *testing.T) { unfinishedTurns(t, newOpener(t)) })
+	t.Run("PagesBackFromTheEnd", func(t *testing.T) { pagesBackFromTheEnd(t, newOpener(t)) })
 	t.Run("RetentionAcrossRestart", func(t *testing.T) { retentionAcrossRestart(t, newOpener(t)) })
 }
 
@@ -76,6 +79,69 @@ func unfinishedTurns(t *testing.T, open Opener) {
 	}
 	if none, err := db.Feed.TurnEvents(ctx, "a", "b2"); err != nil || len(none) != 0 {
 		t.Fatalf("another session's turn: %+v %v", none, err)
+	}
+}
+
+// Before pages a session's events back from past the newest: each page
+// is the newest below its cursor, oldest first, and the pages together
+// are what After reads forwards, with no gap or repeat; the cursor is a
+// position, so one below the oldest or past the newest is no error.
+func pagesBackFromTheEnd(t *testing.T, open Opener) {
+	ctx := t.Context()
+	db := open(t, time.Now)
+	var entries []storerec.FeedEntry
+	for i := range 11 {
+		entries = append(entries, storerec.FeedEntry{SessionID: "a", Type: "notice", Data: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)})
+		if i%3 == 0 {
+			entries = append(entries, storerec.FeedEntry{SessionID: "b", Type: "notice", Data: json.RawMessage(`{}`)})
+		}
+	}
+	stored, err := db.Feed.Append(ctx, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward, err := db.Feed.After(ctx, 0, "a", 100)
+	if err != nil || len(forward) != 11 {
+		t.Fatalf("after: %d %v", len(forward), err)
+	}
+	_, newest, err := db.Feed.Bounds(ctx)
+	if err != nil || newest != stored[len(stored)-1].ID {
+		t.Fatalf("bounds: %d %v", newest, err)
+	}
+	var back []storerec.FeedEvent
+	for cursor := newest + 1; ; {
+		page, err := db.Feed.Before(ctx, cursor, "a", 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		if len(page) > 4 || page[len(page)-1].ID >= cursor {
+			t.Fatalf("page before %d: %+v", cursor, page)
+		}
+		for i := 1; i < len(page); i++ {
+			if page[i-1].ID >= page[i].ID {
+				t.Fatalf("page not oldest first: %+v", page)
+			}
+		}
+		back = append(page, back...)
+		cursor = page[0].ID
+	}
+	if len(back) != len(forward) {
+		t.Fatalf("paged back %d events, forward %d", len(back), len(forward))
+	}
+	for i := range back {
+		if back[i].ID != forward[i].ID || back[i].SessionID != "a" || string(back[i].Data) != string(forward[i].Data) {
+			t.Fatalf("event %d: back %+v, forward %+v", i, back[i], forward[i])
+		}
+	}
+	// The tail of the whole feed, every session's.
+	if all, err := db.Feed.Before(ctx, newest+100, "", 2); err != nil || len(all) != 2 || all[1].ID != newest || all[0].ID != stored[len(stored)-2].ID {
+		t.Fatalf("tail of the feed: %+v %v", all, err)
+	}
+	if none, err := db.Feed.Before(ctx, stored[0].ID, "", 10); err != nil || len(none) != 0 {
+		t.Fatalf("before the oldest: %+v %v", none, err)
 	}
 }
 
