@@ -135,8 +135,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.writer.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	persistWAL(ctx, db.writer, log)
-	leaveWAL(ctx, db.writer, log)
 
 	db.reader, err = sql.Open("sqlite", dsn(path, url.Values{
 		"_pragma": {busy, "foreign_keys(1)", "query_only(1)"},
@@ -148,8 +146,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	n := max(4, runtime.GOMAXPROCS(0))
 	db.reader.SetMaxOpenConns(n)
 	db.reader.SetMaxIdleConns(n)
+	// The schema is current: the reader's connection (which parses it
+	// again) starts now, beside the writer's own setup below.
+	db.stmts.prepareReads(ctx, opts, db.reader)
 
-	if err := retryBusy(ctx, opts.BusyTimeout, func() error { return db.stmts.prepare(ctx, opts, db.writer, db.reader) }); err != nil {
+	persistWAL(ctx, db.writer, log)
+	leaveWAL(ctx, db.writer, log)
+	if err := retryBusy(ctx, opts.BusyTimeout, func() error { return db.stmts.prepareWriter(ctx, db.writer) }); err != nil {
 		db.stmts.close()
 		db.reader.Close()
 		db.writer.Close()

@@ -64,17 +64,14 @@ func (s *statements) reading(ctx context.Context) (*readStatements, error) {
 	}
 }
 
-// prepare prepares the writer's statements now and the reader's in the
-// background: a new reader connection parses the schema before its first
-// statement, a millisecond and more that a starting process (an editor's
-// first session/new, a one-shot) spends on the other core while it
-// creates its session, whose first read comes after its first write.
-func (s *statements) prepare(ctx context.Context, opts Options, writer, reader *sql.DB) error {
+// prepareReads prepares the reader's statements in the background: a new
+// reader connection parses the schema before its first statement, a
+// millisecond and more that a starting process (an editor's first
+// session/new, a one-shot) spends on the other core while it sets up the
+// writer and creates its session, whose first read comes after its first
+// write.
+func (s *statements) prepareReads(ctx context.Context, opts Options, reader *sql.DB) {
 	s.rdReady = make(chan struct{})
-	if err := s.prepareWriter(ctx, writer); err != nil {
-		close(s.rdReady)
-		return err
-	}
 	go func() {
 		defer close(s.rdReady)
 		// Not the caller's context: Open returns before this is done.
@@ -84,7 +81,6 @@ func (s *statements) prepare(ctx context.Context, opts Options, writer, reader *
 			s.rdErr = fmt.Errorf("prepare reads: %w", err)
 		}
 	}()
-	return nil
 }
 
 func (s *statements) prepareWriter(ctx context.Context, writer *sql.DB) error {
