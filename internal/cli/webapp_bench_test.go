@@ -111,7 +111,9 @@ const renderedScript = `(() => {
 //     the whole transcript is reachable from this frame on;
 //   - ms-all-rows: every row in the page (each run then scrolls to the
 //     top and finds the first row there);
-//   - ms-history-fetched: the history in hand and parsed (the page's mark).
+//   - ms-history-fetched: the history's first page in hand and parsed (the
+//     page's mark): the whole history before the app read it from its
+//     end, its last page since.
 //
 // Each is the median of the runs: on a shared machine a run now and then
 // waits out someone else's work.

@@ -1,15 +1,19 @@
 // One session: its transcript, checklist, schedule, waiting requests and
-// composer. The transcript is drawn from the session's history in one
-// request, its last screenful first, then the feed streams from where the
-// history ended (EventSource resends Last-Event-ID on its own reconnects).
+// composer. The transcript is drawn from the session's history read from
+// its end: the last page is drawn at once, the feed streams from where it
+// ended (EventSource resends Last-Event-ID on its own reconnects), and the
+// pages before it are read and drawn above.
 
 import { h, clear, fmtTokens, fmtCost, statusOf } from "./dom.js";
 import { api, enc } from "./api.js";
+import { tailPath } from "./early.js";
 import { Transcript } from "./transcript.js";
 import { approvalCard, elicitationCard } from "./requests.js";
 
-// historyPages bounds the pages of history read before streaming the rest.
-const historyPages = 20;
+// The pages before the last: large, as they are read while the page is
+// already in use; olderPages bounds them (a million events).
+const pageEvents = 2000;
+const olderPages = 500;
 
 // openSession fills view with session id. app gives feed(es) to hold the
 // tab's one stream, refresh() to redraw the list, and conn for status.
@@ -17,7 +21,7 @@ export async function openSession(view, id, app) {
   const base = `/v1/sessions/${enc(id)}`;
   let rec, hist;
   try {
-    [rec, hist] = await Promise.all([api("GET", base), api("GET", base + "/history")]);
+    [rec, hist] = await Promise.all([api("GET", base), api("GET", tailPath(base))]);
   } catch (err) {
     view.append(h("p", { class: "error" }, err.message));
     return null;
@@ -97,11 +101,18 @@ export async function openSession(view, id, app) {
   };
   const drop = (elId) => { const c = document.getElementById(elId); if (c) c.remove(); pending(); };
 
-  // Feed events, for the history and the stream alike. While the history
-  // is drawn, what only the end state matters for (the plan, requests,
-  // jobs) waits for the end.
-  let replaying = true;
-  let lastPlan = null;
+  // Feed events, for the history and the stream alike. replaying is
+  // "tail" while the last page replays, "older" while a page before it
+  // does, false for the stream. What only the end state matters for (the
+  // plan, requests, jobs) waits for the end, and an older page's never
+  // overrides a newer one's.
+  let replaying = "tail";
+  let tailPlan = null, pagePlan = null, planKnown = false;
+  const onPlan = (items) => {
+    if (replaying === "tail") tailPlan = items;
+    else if (replaying === "older") pagePlan = items;
+    else { setPlan(items); planKnown = true; }
+  };
   const handlers = {
     "message.delta": (d) => t.delta(d.row, d.text, "assistant"),
     "thought.delta": (d) => t.delta("t" + d.row, d.text, "thought"),
@@ -112,8 +123,8 @@ export async function openSession(view, id, app) {
     "notice": (d) => t.notice(d.severity, d.title, d.text),
     "hook.finished": (d) => t.notice("info", "hook " + d.event, d.command + " → " + d.decision),
     "context.compacted": (d) => t.notice("info", "context compacted", d.status),
-    "checklist.updated": (d) => { if (replaying) lastPlan = d.items; else setPlan(d.items); },
-    "plan.updated": (d) => { if (replaying) lastPlan = d.items; else setPlan(d.items); },
+    "checklist.updated": (d) => onPlan(d.items),
+    "plan.updated": (d) => onPlan(d.items),
     "turn.started": (d) => { if (!replaying) { rec.state.status = "running"; rec.state.turn_id = d.turn_id; setStatus(); } },
     "turn.completed": (d) => {
       t.endTurn(d);
@@ -131,7 +142,7 @@ export async function openSession(view, id, app) {
     "elicitation.requested": (d) => { if (!replaying) addElicitation(d); },
     "elicitation.resolved": (d) => { if (!replaying) drop("el-" + d.elicitation_id); },
     "session.updated": (d) => {
-      if (d.changed && d.changed.title) title.textContent = d.changed.title;
+      if (replaying !== "older" && d.changed && d.changed.title) title.textContent = d.changed.title;
       if (!replaying) app.refresh();
     },
     "feed.reset": () => { t.clear(); },
@@ -140,29 +151,45 @@ export async function openSession(view, id, app) {
     handlers[type] = () => { if (!replaying) loadJobs(); };
   }
 
-  // The history, in pages, replayed into rows; its last screenful is
-  // drawn at once, the rest above it in idle time (marked on the
-  // browser's performance timeline, for the benchmark).
-  performance.mark("meka:history-fetched");
-  t.holdHistory();
-  let last = hist.last_id;
-  for (let page = 0; ; page++) {
-    for (const env of hist.items) {
+  // replay puts a page of history above what is drawn; an older page's
+  // plan is shown only if no newer one was.
+  const replay = (page, as) => {
+    replaying = as;
+    pagePlan = null;
+    t.beginPage(page.items);
+    for (const env of page.items) {
       const fn = handlers[env.type];
       if (fn) fn(env.data || {}, env);
     }
-    last = hist.last_id;
-    if (!hist.next_cursor || page + 1 >= historyPages) break;
-    try { hist = await api("GET", `${base}/history?after=${enc(hist.next_cursor)}`); } catch { break; }
+    t.more = !!page.prev_cursor;
+    t.endPage();
+    replaying = false;
+    if (pagePlan && !planKnown) { setPlan(pagePlan); planKnown = true; }
+  };
+  const pageBefore = (cursor) => api("GET", `${base}/history?before=${enc(cursor)}&limit=${pageEvents}`);
+
+  // The last page, and as many before it as the first screen needs, are
+  // drawn at once (marked on the browser's performance timeline, for the
+  // benchmark).
+  performance.mark("meka:history-fetched");
+  t.holdHistory();
+  replay(hist, "tail");
+  if (tailPlan) planKnown = true;
+  let cursor = hist.prev_cursor;
+  for (let n = 0; cursor && t.short() && n < olderPages; n++) {
+    let page;
+    try { page = await pageBefore(cursor); } catch { cursor = null; break; }
+    replay(page, "older");
+    cursor = page.prev_cursor;
   }
+  if (!cursor) t.noMore();
   t.drawHistory();
   performance.mark("meka:history-drawn");
-  replaying = false;
-  if (lastPlan) setPlan(lastPlan);
+  if (tailPlan) setPlan(tailPlan);
   loadJobs();
 
-  // The stream from where the history ended.
-  const es = new EventSource(`${base}/events?after=${enc(last)}`);
+  // The stream from where the last page ended.
+  const es = new EventSource(`${base}/events?after=${enc(hist.last_id)}`);
   app.feed(es);
   es.onopen = () => { app.conn(""); };
   es.onerror = () => { app.conn(es.readyState === EventSource.CLOSED ? "disconnected" : "reconnecting…"); };
@@ -172,6 +199,24 @@ export async function openSession(view, id, app) {
       try { env = JSON.parse(ev.data); } catch { return; }
       fn(env.data || {}, env);
     });
+  }
+
+  // The pages before, once the first screen is painted, each requested
+  // while the one before it replays. A clear (feed.reset) or leaving the
+  // session drops them.
+  if (cursor) {
+    const epoch = t.epoch;
+    requestAnimationFrame(() => setTimeout(async () => {
+      let next = pageBefore(cursor);
+      for (let n = 0; next && n < olderPages; n++) {
+        let page;
+        try { page = await next; } catch { break; }
+        if (t.epoch !== epoch || !t.el.isConnected) return;
+        next = page.prev_cursor ? pageBefore(page.prev_cursor) : null;
+        replay(page, "older");
+      }
+      if (t.epoch === epoch) t.noMore();
+    }));
   }
 
   // Requests still open (the server's lists are the truth: the history

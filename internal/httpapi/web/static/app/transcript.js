@@ -3,12 +3,13 @@
 
 import { h, clear } from "./dom.js";
 
-// A history draws its last rows at once, enough to fill a tall screen (a
-// row is at least 20 px high), then the older ones above them in slices
-// of about 40 ms (short of the 50 ms after which waiting input is felt),
-// each a task of its own, so that input and frames go between them.
-// (Idle callbacks would wait out every frame while anything on the page
-// animates.)
+// A history is read from its end, a page at a time, and each page is
+// replayed into rows above the ones before it. Its last rows are drawn at
+// once, enough to fill a tall screen (a row is at least 20 px high), then
+// the older ones above them in slices of about 40 ms (short of the 50 ms
+// after which waiting input is felt), each a task of its own, so that
+// input and frames go between them. (Idle callbacks would wait out every
+// frame while anything on the page animates.)
 const screenRows = () => Math.max(40, Math.ceil(innerHeight / 20));
 const sliceMs = 40;
 
@@ -18,6 +19,11 @@ const anchored = typeof CSS !== "undefined" && CSS.supports("overflow-anchor", "
 
 // A row is a node, or a function that builds it when it is first shown.
 const build = (row) => typeof row === "function" ? row() : row;
+
+// A call finished on a page whose start is on an older one (an orphan)
+// waits at the top of the rows read so far; its start, when that page
+// comes, puts the card where a replay from the first event would have.
+const waits = (row) => row.tool !== undefined && row.tool.orphan;
 
 export class Transcript {
   constructor() {
@@ -30,9 +36,13 @@ export class Transcript {
     // transcript quadratic.
     this.pending = document.createDocumentFragment();
     this.scheduled = false;
-    this.held = null; // a history's rows while it replays, not yet built
-    this.older = []; // its rows above the drawn ones, oldest first
+    this.holding = false; // a history's first pages replay: nothing drawn yet
+    this.older = []; // rows above the drawn ones, not built yet, oldest first
     this.olderQueued = false;
+    this.more = false; // older pages of the history are still to come
+    this.page = null; // the rows of the page replaying, oldest first
+    this.orphans = new Map(); // call id → a finished call's state awaiting its start
+    this.epoch = 0; // counts clears: a page read before one is dropped
     // One listener each for every card and for scrolling up to rows not
     // yet drawn.
     this.el.addEventListener("toggle", (e) => {
@@ -40,7 +50,7 @@ export class Transcript {
       if (t && e.target.open) this.fill(t);
     }, true);
     this.el.addEventListener("scroll", () => {
-      if (this.older.length && this.el.scrollTop < this.el.clientHeight) this.drawOlder(sliceMs);
+      if (this.older.length && this.nearTop()) this.drawOlder(sliceMs);
     }, { passive: true });
   }
 
@@ -49,14 +59,18 @@ export class Transcript {
     clear(this.pending);
     this.live.clear();
     this.tools.clear();
+    this.orphans.clear();
     this.older = [];
+    this.more = false;
+    this.epoch++;
     this.el.removeAttribute("aria-busy");
-    if (this.held) this.held = [];
   }
 
+  nearTop() { return this.el.scrollTop < this.el.clientHeight; }
+
   add(row) {
-    if (this.held) {
-      this.held.push(row);
+    if (this.page) {
+      this.page.push(row);
       return row;
     }
     const node = build(row);
@@ -82,24 +96,82 @@ export class Transcript {
     if (stick) this.el.scrollTop = this.el.scrollHeight;
   }
 
-  // holdHistory starts a history's replay: rows are kept, not built,
-  // until drawHistory.
+  // holdHistory starts a history's replay: its pages' rows are kept, not
+  // built, until drawHistory.
   holdHistory() {
-    this.held = [];
+    this.holding = true;
   }
 
-  // drawHistory ends the replay: the last screenful of rows is built and
-  // joins the page now; the older rows follow above it in slices, and at
-  // once when the view is scrolled up near them.
+  // short says the rows read so far do not fill a screen.
+  short() { return this.older.length < screenRows(); }
+
+  // beginPage starts the replay of a page of history (items, oldest
+  // first), older than every event replayed so far: its rows are kept
+  // apart, and the starts of orphaned calls are found, the last start of
+  // each id that no finish in the page follows.
+  beginPage(items) {
+    this.page = [];
+    this.pageOrphans = [];
+    this.claims = new Map(); // a tool.started's data → the orphan it starts
+    this.moved = new Set(); // rows of orphans that move to their start
+    this.newerTools = this.tools;
+    this.tools = new Map(); // this page's calls: ids may repeat over a session
+    const later = new Set();
+    for (let i = items.length - 1; i >= 0; i--) {
+      const e = items[i], d = e.data;
+      if (!d || (e.type !== "tool.started" && e.type !== "tool.finished")) continue;
+      if (e.type === "tool.started" && !later.has(d.call_id) && this.orphans.has(d.call_id)) {
+        this.claims.set(d, this.orphans.get(d.call_id));
+        this.orphans.delete(d.call_id);
+      }
+      later.add(d.call_id);
+    }
+  }
+
+  // endPage puts the page's rows above those read before: its orphans
+  // and those still waiting go to the top, the rest in order; once the
+  // first screen is drawn they are drawn as the older rows are.
+  endPage() {
+    const rows = this.page;
+    this.page = null;
+    for (const [id, t] of this.tools) {
+      // A call still running goes on in the live feed.
+      if (t.status === "running" && !this.newerTools.has(id)) this.newerTools.set(id, t);
+    }
+    this.tools = this.newerTools;
+    for (const t of this.pageOrphans) if (!this.orphans.has(t.id)) this.orphans.set(t.id, t);
+    const waiting = this.older.filter(waits);
+    const rest = this.older.filter((r) => !this.moved.has(r) && !waits(r));
+    this.older = [...this.pageOrphans.map((t) => t.row), ...waiting, ...rows, ...rest];
+    this.pageOrphans = this.claims = this.moved = null;
+    if (this.holding) return;
+    if (this.older.length) {
+      this.el.setAttribute("aria-busy", "true");
+      if (this.nearTop()) this.drawOlder(sliceMs);
+      else this.queueOlder();
+    }
+  }
+
+  // noMore says the history is read to its start (or no more of it will
+  // be): calls whose start never came are drawn where they wait.
+  noMore() {
+    this.more = false;
+    for (const t of this.orphans.values()) t.orphan = false;
+    this.orphans.clear();
+    if (!this.holding) this.queueOlder();
+  }
+
+  // drawHistory ends the first pages' replay: the last screenful of rows
+  // is built and joins the page now; the older rows follow above it in
+  // slices, and at once when the view is scrolled up near them.
   drawHistory() {
-    const rows = this.held || [];
-    this.held = null;
+    this.holding = false;
+    const rows = this.older;
     const cut = Math.max(0, rows.length - screenRows());
     for (let i = cut; i < rows.length; i++) this.pending.append(build(rows[i]));
     this.flush();
     rows.length = cut;
-    this.older = rows;
-    if (rows.length) {
+    if (rows.length || this.more) {
       this.el.setAttribute("aria-busy", "true");
       this.queueOlder();
     }
@@ -112,26 +184,30 @@ export class Transcript {
   }
 
   // drawOlder puts older rows above the drawn ones, for about ms (20 rows
-  // at least), keeping what is in view where it is. A transcript no
-  // longer in the page (another route) draws nothing more.
+  // at least), keeping what is in view where it is; an orphan waits for
+  // its start while pages are to come. A transcript no longer in the page
+  // (another route) draws nothing more.
   drawOlder(ms) {
     if (!this.el.isConnected) this.older = [];
-    if (!this.older.length) return;
-    const frag = document.createDocumentFragment();
+    const nodes = [];
     const until = performance.now() + ms;
-    do {
-      const rows = this.older.splice(Math.max(0, this.older.length - 20));
-      frag.prepend(...rows.map(build));
-    } while (this.older.length && performance.now() < until);
-    if (anchored) {
-      this.el.prepend(frag);
-    } else {
-      const fromBottom = this.el.scrollHeight - this.el.scrollTop;
-      this.el.prepend(frag);
-      this.el.scrollTop = this.el.scrollHeight - fromBottom;
+    while (this.older.length && !(this.more && waits(this.older[this.older.length - 1]))) {
+      nodes.push(build(this.older.pop()));
+      if (nodes.length % 20 === 0 && performance.now() >= until) break;
     }
-    if (this.older.length) this.queueOlder();
-    else this.el.removeAttribute("aria-busy");
+    if (nodes.length) {
+      const frag = document.createDocumentFragment();
+      frag.append(...nodes.reverse());
+      if (anchored) {
+        this.el.prepend(frag);
+      } else {
+        const fromBottom = this.el.scrollHeight - this.el.scrollTop;
+        this.el.prepend(frag);
+        this.el.scrollTop = this.el.scrollHeight - fromBottom;
+      }
+    }
+    if (this.older.length && !(this.more && waits(this.older[this.older.length - 1]))) this.queueOlder();
+    else if (!this.older.length && !this.more) this.el.removeAttribute("aria-busy");
   }
 
   delta(key, text, kind) {
@@ -146,12 +222,12 @@ export class Transcript {
   message(d) {
     const text = (d.content || []).map((c) => c.type === "text" ? c.text : `[${c.type}${c.name ? " " + c.name : ""}]`).join("\n");
     let key = d.row;
-    if (!this.live.has(key) && d.role === "assistant") {
+    if (!this.page && !this.live.has(key) && d.role === "assistant") {
       // A delta's row is the message's to come; if they differ, the
       // first text still streaming is this message.
       for (const [k, el] of this.live) if (el.classList.contains("assistant")) { key = k; break; }
     }
-    const live = this.live.get(key);
+    const live = this.page ? null : this.live.get(key);
     const who = d.role === "user" ? (d.source === "inbox" ? "steer" : d.source === "schedule" ? "scheduled" : "you") : "meka";
     const row = () => h("li", { class: "msg " + d.role, "data-row": d.row }, h("span", { class: "who" }, who), h("div", { class: "body" }, text));
     if (live) {
@@ -167,16 +243,39 @@ export class Transcript {
   // Its state is kept apart from its nodes, which a history builds only
   // when the card comes into the page.
   toolStarted(d) {
-    const t = { tool: d.tool, title: d.title || primary(d.input), input: d.input, status: "running", text: "", diff: "", card: null };
+    const orphan = this.claims && this.claims.get(d);
+    if (orphan) return this.claim(orphan, d);
+    const t = { id: d.call_id, tool: d.tool, title: d.title || primary(d.input), input: d.input, status: "running", text: "", diff: "", card: null, orphan: false };
     this.tools.set(d.call_id, t);
-    this.add(() => this.card(t));
+    t.row = () => this.card(t);
+    t.row.tool = t;
+    this.add(t.row);
+  }
+
+  // claim completes an orphan from its start: a card not built yet moves
+  // to the start's place, one already drawn (the first screen's) stays.
+  claim(t, d) {
+    t.orphan = false;
+    t.tool = d.tool || t.tool;
+    t.title = d.title || primary(d.input);
+    t.input = d.input;
+    if (!t.card) {
+      this.moved.add(t.row);
+      this.page.push(t.row);
+      return;
+    }
+    t.nameEl.textContent = t.tool;
+    t.titleEl.data = t.title;
+    if (t.inputEl) t.inputEl.textContent = inputText(t.input);
   }
 
   card(t) {
     t.statusEl = h("span", { class: "tstatus" }, t.status);
-    t.details = h("details", {}, h("summary", {}, h("span", { class: "tname" }, t.tool), " ", t.title, " ", t.statusEl));
+    t.nameEl = h("span", { class: "tname" }, t.tool);
+    t.titleEl = document.createTextNode(t.title);
+    t.details = h("details", {}, h("summary", {}, t.nameEl, " ", t.titleEl, " ", t.statusEl));
     t.card = h("li", { class: t.status === "running" ? "tool" : "tool " + t.status }, t.details);
-    t.out = null;
+    t.out = t.inputEl = null;
     this.cards.set(t.details, t);
     if (t.diff) this.showDiff(t);
     return t.card;
@@ -186,9 +285,9 @@ export class Transcript {
   fill(t) {
     if (t.out) return;
     t.out = h("pre", { class: "output" }, t.text);
-    const input = typeof t.input === "string" ? t.input : JSON.stringify(t.input, null, 2);
+    t.inputEl = h("pre", { class: "input" }, inputText(t.input));
     t.details.insertBefore(h("h3", {}, "Input"), t.details.children[1] || null);
-    t.details.insertBefore(h("pre", { class: "input" }, input), t.details.children[2] || null);
+    t.details.insertBefore(t.inputEl, t.details.children[2] || null);
     t.details.insertBefore(h("h3", {}, "Output"), t.details.children[3] || null);
     t.details.insertBefore(t.out, t.details.children[4] || null);
   }
@@ -203,8 +302,16 @@ export class Transcript {
   toolFinished(d) {
     let t = this.tools.get(d.call_id);
     if (!t) {
-      this.toolStarted({ call_id: d.call_id, tool: d.tool, input: "" });
-      t = this.tools.get(d.call_id);
+      // Its start is on a page not read yet (or gone from the feed).
+      t = { id: d.call_id, tool: d.tool, title: "", input: "", status: "running", text: "", diff: "", card: null, orphan: this.more || !!this.page };
+      this.tools.set(d.call_id, t);
+      t.row = () => this.card(t);
+      t.row.tool = t;
+      if (this.page) this.pageOrphans.push(t);
+      else {
+        this.add(t.row);
+        if (t.orphan) this.orphans.set(t.id, t);
+      }
     }
     t.status = d.status;
     t.text = (d.result || "") + (d.truncated ? "\n… (cut)" : "");
@@ -233,12 +340,16 @@ export class Transcript {
   }
 
   endTurn(d) {
-    for (const [k, el] of this.live) {
+    for (const [k, el] of this.page ? [] : this.live) {
       el.classList.remove("streaming");
       this.live.delete(k);
     }
     if (d.status && d.status !== "completed") this.notice("warning", "turn " + d.status, "");
   }
+}
+
+function inputText(input) {
+  return typeof input === "string" ? input : JSON.stringify(input, null, 2);
 }
 
 // primary is a tool input's most telling argument, for the card's title.
