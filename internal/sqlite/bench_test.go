@@ -161,3 +161,31 @@ func reportCPU(b *testing.B) func() {
 		}
 	}
 }
+
+// BenchmarkRequestListings lists a session's jobs and its scope's memories,
+// as the [Scheduled] and [Memories] parts of every model request do.
+func BenchmarkRequestListings(b *testing.B) {
+	db := open(b, filepath.Join(b.TempDir(), "meka.db"), sqlite.Options{})
+	ctx := b.Context()
+	m, err := db.Sessions().Create(ctx, session.Meta{Cwd: "/work"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := db.Memories().Put(ctx, "", "", fmt.Sprintf("note %d: the tests run with -race", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		jobs, err := db.Schedules().List(ctx, m.ID)
+		if err != nil || len(jobs) != 0 {
+			b.Fatalf("List = %d jobs, %v", len(jobs), err)
+		}
+		notes, err := db.Memories().List(ctx, "", 21)
+		if err != nil || len(notes) != 3 {
+			b.Fatalf("List = %d memories, %v", len(notes), err)
+		}
+	}
+}

@@ -140,7 +140,11 @@ func (s *Memories) List(ctx context.Context, project string, limit int) ([]Memor
 	if limit <= 0 {
 		limit = -1
 	}
-	rs, err := s.db.reader.QueryContext(ctx, `SELECT `+memoryColumns+` FROM memories WHERE project = ? ORDER BY updated_at DESC, id DESC LIMIT ?`, project, limit)
+	rd, err := s.db.stmts.reading(ctx)
+	if err != nil {
+		return nil, wrapErr("list memories", err)
+	}
+	rs, err := rd.memories.QueryContext(ctx, project, limit)
 	if err != nil {
 		return nil, wrapErr("list memories", err)
 	}

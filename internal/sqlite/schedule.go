@@ -217,7 +217,10 @@ func (s *Schedules) List(ctx context.Context, sessionID string) ([]Job, error) {
 	if sessionID == "" {
 		rs, err = s.db.reader.QueryContext(ctx, `SELECT `+jobColumns+` FROM schedule_jobs ORDER BY session_id, next_at, id`)
 	} else {
-		rs, err = s.db.reader.QueryContext(ctx, `SELECT `+jobColumns+` FROM schedule_jobs WHERE session_id = ? ORDER BY next_at, id`, sessionID)
+		var rd *readStatements
+		if rd, err = s.db.stmts.reading(ctx); err == nil {
+			rs, err = rd.jobsOf.QueryContext(ctx, sessionID)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)

@@ -49,6 +49,10 @@ type readStatements struct {
 	tail       *sql.Stmt
 	exists     *sql.Stmt
 	lockHolder *sql.Stmt
+	// A session's jobs and a scope's memories are listed for every model
+	// request (the [Scheduled] and [Memories] parts).
+	jobsOf   *sql.Stmt
+	memories *sql.Stmt
 }
 
 // reading returns the reader's statements once they are prepared.
@@ -144,6 +148,8 @@ func (s *statements) prepareReader(ctx context.Context, reader *sql.DB) error {
 		{&r.tail, `SELECT seq, turn, kind, payload, time FROM rows WHERE session_id = ? ORDER BY seq DESC LIMIT ?`},
 		{&r.exists, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`},
 		{&r.lockHolder, `SELECT pid, host, token, expires_at FROM locks WHERE session_id = ?`},
+		{&r.jobsOf, `SELECT ` + jobColumns + ` FROM schedule_jobs WHERE session_id = ? ORDER BY next_at, id`},
+		{&r.memories, `SELECT ` + memoryColumns + ` FROM memories WHERE project = ? ORDER BY updated_at DESC, id DESC LIMIT ?`},
 	})
 }
 
@@ -184,7 +190,7 @@ func (s *statements) close() error {
 	defer s.insertMu.Unlock()
 	for _, st := range append([]*sql.Stmt{
 		s.touch, s.setTitle, s.lockTake, s.lockSteal, s.lockRefresh, s.lockRelease, s.insertFeed,
-		r.prefix, r.rowsFrom, r.tail, r.exists, r.lockHolder,
+		r.prefix, r.rowsFrom, r.tail, r.exists, r.lockHolder, r.jobsOf, r.memories,
 	}, s.insertRows[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
