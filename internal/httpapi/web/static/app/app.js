@@ -262,6 +262,12 @@ async function start() {
   document.getElementById("top").append(nav, out);
   renderList();
   window.addEventListener("hashchange", route);
+  // A page left for another and kept in the back-forward cache holds no
+  // stream: a browser has six connections to a server for all its tabs,
+  // and a stream kept there would leave a page in use waiting for one.
+  // Shown again, it is drawn afresh.
+  window.addEventListener("pagehide", (e) => { if (e.persisted) closeFeed(); });
+  window.addEventListener("pageshow", (e) => { if (e.persisted) route(); });
   if (!early) route();
 }
 
