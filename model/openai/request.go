@@ -48,7 +48,7 @@ func (c *Client) params(req *model.Request) (*chatRequest, error) {
 	}
 	for _, t := range req.Tools {
 		fn := toolFunction{Name: t.Name, Description: t.Description, Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
-		if sorted, ok := sortedSchema(t.Parameters); ok {
+		if sorted, ok := model.SortedSchema(t.Parameters); ok {
 			fn.Parameters = sorted
 		} else if len(t.Parameters) > 0 {
 			var schema map[string]any

@@ -28,6 +28,11 @@ func (c *Client) body(req *model.Request) ([]byte, error) {
 	h.MaxOutputTokens = cmp.Or(req.MaxOutputTokens, c.opts.MaxOutputTokens)
 	for _, t := range req.Tools {
 		tl := tool{Type: "function", Name: t.Name, Description: t.Description}
+		if sorted, ok := model.SortedSchema(t.Parameters); ok && string(sorted) != "{}" {
+			tl.Parameters = sorted
+			h.Tools = append(h.Tools, tl)
+			continue
+		}
 		var schema map[string]any
 		if len(t.Parameters) > 0 {
 			if err := json.Unmarshal(t.Parameters, &schema); err != nil {

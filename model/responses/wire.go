@@ -33,8 +33,8 @@ type tool struct {
 	Type        string `json:"type"` // "function"
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Parameters is the schema decoded into a map, so sent with sorted
-	// keys.
+	// Parameters is the schema with its keys sorted: model.SortedSchema's
+	// bytes, or the schema decoded into a map.
 	Parameters any `json:"parameters"`
 	// Strict is always sent false: the API's default is true, which
 	// refuses schemas that do not close every object.

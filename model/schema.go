@@ -1,4 +1,4 @@
-package openai
+package model
 
 import (
 	"bytes"
@@ -7,18 +7,20 @@ import (
 	"strings"
 )
 
-// sortedSchema is sortedJSON of a schema that is an object; ok is false
-// for any other, which the decode into a map handles (null is no schema,
-// the rest an error).
-func sortedSchema(raw json.RawMessage) (json.RawMessage, bool) {
+// SortedSchema is a tool's schema as the adapters send it: the bytes
+// encoding/json writes back once the schema is decoded into a map (see
+// sortedJSON), for a schema that is an object. ok is false for any other,
+// and for what sortedJSON leaves to that decode, which the adapter then
+// does.
+func SortedSchema(raw json.RawMessage) (json.RawMessage, bool) {
 	if t := bytes.TrimLeft(raw, " \t\n\r"); len(t) == 0 || t[0] != '{' {
 		return nil, false
 	}
 	return sortedJSON(raw)
 }
 
-// sortedJSON returns the JSON value raw as the request has always sent a
-// tool's schema: as encoding/json writes it back once decoded into a map
+// sortedJSON returns the JSON value raw as the requests have always sent
+// a tool's schema: as encoding/json writes it back once decoded into a map
 // (object keys sorted, a duplicate's last value kept, no space, strings
 // and numbers re-encoded), without HTML escaping. It walks the bytes
 // instead of building the map, which cost a one-shot a reflective decode
