@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -177,5 +178,55 @@ func TestHistoryBackRefusesBadCursors(t *testing.T) {
 	}
 	if code, _, _ := h.do("GET", "/v1/sessions/nope/history?tail=5", nil); code != http.StatusNotFound {
 		t.Errorf("tail of an unknown session: %d", code)
+	}
+}
+
+// BenchmarkHistory is what a page opening a session waits for before its
+// first screen, served and decoded as JSON: the session's whole history
+// (every page forwards), or its last 300 events (?tail=300), over
+// sessions of 2,000 and 20,000 events of about 260 bytes. The tail's
+// time should not grow with the session.
+func BenchmarkHistory(b *testing.B) {
+	for _, n := range []int{2000, 20000} {
+		h := newHarness(b, `[]`)
+		h.spec = nil // measure the server, not the schema check
+		var s sessionRec
+		h.json("POST", "/v1/sessions", map[string]any{"cwd": h.cwd}, http.StatusCreated, &s)
+		for i := 0; i < n; i += 500 {
+			batch := make([]sqlite.FeedEntry, 500)
+			for j := range batch {
+				batch[j] = sqlite.FeedEntry{SessionID: s.ID, Type: "tool.finished", Data: []byte(`{"call_id":"c` + strconv.Itoa(i+j) + `","tool":"file_read","status":"failed","result":"` + strings.Repeat("x", 120) + `","truncated":false}`)}
+			}
+			if _, err := h.db.Feed().Append(b.Context(), batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		base := "/v1/sessions/" + s.ID + "/history"
+		b.Run(fmt.Sprintf("events=%d/whole", n), func(b *testing.B) {
+			for b.Loop() {
+				got := 0
+				for path := base; path != ""; {
+					var p historyPage
+					h.json("GET", path, nil, http.StatusOK, &p)
+					got += len(p.Items)
+					path = ""
+					if p.NextCursor != nil {
+						path = base + "?after=" + *p.NextCursor
+					}
+				}
+				if got != n+1 {
+					b.Fatalf("%d events", got)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("events=%d/tail", n), func(b *testing.B) {
+			for b.Loop() {
+				var p historyPage
+				h.json("GET", base+"?tail=300", nil, http.StatusOK, &p)
+				if len(p.Items) != 300 {
+					b.Fatalf("%d events", len(p.Items))
+				}
+			}
+		})
 	}
 }
