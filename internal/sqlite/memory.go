@@ -140,11 +140,11 @@ func (s *Memories) List(ctx context.Context, project string, limit int) ([]Memor
 	if limit <= 0 {
 		limit = -1
 	}
-	rd, err := s.db.stmts.reading(ctx)
+	st, err := s.db.stmts.memoriesStmt(ctx, s.db.reader)
 	if err != nil {
 		return nil, wrapErr("list memories", err)
 	}
-	rs, err := rd.memories.QueryContext(ctx, project, limit)
+	rs, err := st.QueryContext(ctx, project, limit)
 	if err != nil {
 		return nil, wrapErr("list memories", err)
 	}

@@ -217,9 +217,9 @@ func (s *Schedules) List(ctx context.Context, sessionID string) ([]Job, error) {
 	if sessionID == "" {
 		rs, err = s.db.reader.QueryContext(ctx, `SELECT `+jobColumns+` FROM schedule_jobs ORDER BY session_id, next_at, id`)
 	} else {
-		var rd *readStatements
-		if rd, err = s.db.stmts.reading(ctx); err == nil {
-			rs, err = rd.jobsOf.QueryContext(ctx, sessionID)
+		var st *sql.Stmt
+		if st, err = s.db.stmts.jobsOfStmt(ctx, s.db.reader); err == nil {
+			rs, err = st.QueryContext(ctx, sessionID)
 		}
 	}
 	if err != nil {

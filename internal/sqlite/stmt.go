@@ -35,6 +35,14 @@ type statements struct {
 	lockRefresh *sql.Stmt
 	lockRelease *sql.Stmt
 
+	// On the reader, prepared at their first use (listStmt): a session's
+	// jobs and a scope's memories, listed for every model request (the
+	// [Scheduled] and [Memories] parts). Not with the reader's others,
+	// which a session's first reads wait for.
+	listMu   sync.Mutex // guards jobsOf and memories
+	jobsOf   *sql.Stmt
+	memories *sql.Stmt
+
 	// On the reader, prepared in the background (prepareReader): read
 	// through reading, which waits for them.
 	rd      readStatements
@@ -49,10 +57,6 @@ type readStatements struct {
 	tail       *sql.Stmt
 	exists     *sql.Stmt
 	lockHolder *sql.Stmt
-	// A session's jobs and a scope's memories are listed for every model
-	// request (the [Scheduled] and [Memories] parts).
-	jobsOf   *sql.Stmt
-	memories *sql.Stmt
 }
 
 // reading returns the reader's statements once they are prepared.
@@ -140,6 +144,25 @@ func (s *statements) feedStmt(ctx context.Context, writer *sql.DB) (*sql.Stmt, e
 	return s.insertFeed, nil
 }
 
+// jobsOfStmt lists a session's jobs.
+func (s *statements) jobsOfStmt(ctx context.Context, reader *sql.DB) (*sql.Stmt, error) {
+	return s.listStmt(ctx, reader, &s.jobsOf, `SELECT `+jobColumns+` FROM schedule_jobs WHERE session_id = ? ORDER BY next_at, id`)
+}
+
+// memoriesStmt lists a scope's memories, newest first, up to a limit.
+func (s *statements) memoriesStmt(ctx context.Context, reader *sql.DB) (*sql.Stmt, error) {
+	return s.listStmt(ctx, reader, &s.memories, `SELECT `+memoryColumns+` FROM memories WHERE project = ? ORDER BY updated_at DESC, id DESC LIMIT ?`)
+}
+
+func (s *statements) listStmt(ctx context.Context, reader *sql.DB, dst **sql.Stmt, query string) (*sql.Stmt, error) {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	if err := prepareOne(ctx, dst, reader, query); err != nil {
+		return nil, err
+	}
+	return *dst, nil
+}
+
 func (s *statements) prepareReader(ctx context.Context, reader *sql.DB) error {
 	r := &s.rd
 	return s.prepareAll(ctx, reader, []prepared{
@@ -148,8 +171,6 @@ func (s *statements) prepareReader(ctx context.Context, reader *sql.DB) error {
 		{&r.tail, `SELECT seq, turn, kind, payload, time FROM rows WHERE session_id = ? ORDER BY seq DESC LIMIT ?`},
 		{&r.exists, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`},
 		{&r.lockHolder, `SELECT pid, host, token, expires_at FROM locks WHERE session_id = ?`},
-		{&r.jobsOf, `SELECT ` + jobColumns + ` FROM schedule_jobs WHERE session_id = ? ORDER BY next_at, id`},
-		{&r.memories, `SELECT ` + memoryColumns + ` FROM memories WHERE project = ? ORDER BY updated_at DESC, id DESC LIMIT ?`},
 	})
 }
 
@@ -188,9 +209,11 @@ func (s *statements) close() error {
 	r := &s.rd
 	s.insertMu.Lock()
 	defer s.insertMu.Unlock()
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
 	for _, st := range append([]*sql.Stmt{
 		s.touch, s.setTitle, s.lockTake, s.lockSteal, s.lockRefresh, s.lockRelease, s.insertFeed,
-		r.prefix, r.rowsFrom, r.tail, r.exists, r.lockHolder, r.jobsOf, r.memories,
+		r.prefix, r.rowsFrom, r.tail, r.exists, r.lockHolder, s.jobsOf, s.memories,
 	}, s.insertRows[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
