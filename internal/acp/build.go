@@ -8,48 +8,72 @@ import (
 	"meka.dev/meka/internal/host"
 )
 
-// This file serves the sessions session/new answered before their
-// engines were built (host.Start): the answer needs only the stored
-// session, and every later request naming the session waits for the
-// build, and fails with its error when it failed.
+// This file serves the sessions session/new answered before they were
+// stored and built: the answer needs only the session's admission, which
+// needs neither the host nor its database (host.Admission), and every
+// later request naming the session waits for its build, and fails with
+// its error when it failed.
 
-// building is a session whose engine is being built.
+// building is a session answered and not yet built.
 type building struct {
 	id       string
 	answered chan struct{} // closed once the session/new response is on the wire
+	stored   chan struct{} // closed once the session is stored, or could not be
 	settled  chan struct{} // closed once the session is registered and announced, or err is set
 	err      error
 }
 
-// build tracks a session host.Start began for the session/new request
-// of ctx: once it has been answered and the engine built, the session is
-// registered and announced (its palette, notices and dropped MCP
-// servers) as a created one always was, after the response and before
-// anything else of it.
-func (s *server) build(ctx context.Context, p *host.Pending, droppedMCP int) {
-	b := &building{id: p.Meta().ID, answered: make(chan struct{}), settled: make(chan struct{})}
+// build stores, opens and builds a session admitted for the session/new
+// request of ctx, once it has been answered and the host is open; the
+// session is then registered and announced (its project picker when the
+// answer could not list projects, its palette, notices and dropped MCP
+// servers) after the response and before anything else of it.
+func (s *server) build(ctx context.Context, a *host.Admitted, droppedMCP int, projectsLater bool) {
+	b := &building{id: a.Meta().ID, answered: make(chan struct{}), stored: make(chan struct{}), settled: make(chan struct{})}
 	s.mu.Lock()
 	s.building[b.id] = b
 	s.mu.Unlock()
-	jsonrpc.AfterResponse(ctx, func() {
-		p.Build()
-		close(b.answered)
-	})
+	jsonrpc.AfterResponse(ctx, func() { close(b.answered) })
 	go func() {
 		defer close(b.settled)
 		<-b.answered
+		p, err := s.start(a)
+		close(b.stored)
+		if err != nil {
+			b.err = err
+			return // kept until a request has been told
+		}
 		hs, err := p.Wait(context.Background())
 		if err != nil {
 			b.err = s.sessionError("create session", b.id, err)
-			return // kept until a request has been told
+			return
 		}
 		e := s.register(hs, true)
 		s.mu.Lock()
 		delete(s.building, b.id)
 		s.mu.Unlock()
+		if projectsLater {
+			if names := s.projects(); len(names) > 0 {
+				s.notify(s.base, b.id, ConfigOptionUpdate{ConfigOptions: s.configOptions(pickedOf(hs), names)})
+			}
+		}
 		e.announce(s.base, false)
 		e.dropped(s.base, droppedMCP)
 	}()
+}
+
+// start stores an admitted session and takes its lock once the host is
+// open; the connection's end does not cancel it, so that a session
+// answered is a session stored.
+func (s *server) start(a *host.Admitted) (*host.Pending, error) {
+	if err := s.awaitHost(context.Background()); err != nil {
+		return nil, err
+	}
+	p, err := s.host.Start(context.WithoutCancel(s.base), a)
+	if err != nil {
+		return nil, s.sessionError("create session", a.Meta().ID, err)
+	}
+	return p, nil
 }
 
 // awaitBuild waits for the build of the session a request names, if one
@@ -79,6 +103,25 @@ func (s *server) awaitBuild(ctx context.Context, params json.RawMessage) error {
 		s.mu.Unlock()
 	}
 	return b.err
+}
+
+// awaitStored waits until every session session/new answered is stored,
+// or failed to be, for a listing that must show them.
+func (s *server) awaitStored(ctx context.Context) error {
+	s.mu.Lock()
+	all := make([]*building, 0, len(s.building))
+	for _, b := range s.building {
+		all = append(all, b)
+	}
+	s.mu.Unlock()
+	for _, b := range all {
+		select {
+		case <-b.stored:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // awaitBuilds waits for every build, at the connection's end.

@@ -49,9 +49,9 @@ func pickedOf(hs *host.Session) picked {
 // modes is the permission picker.
 func (e *entry) modes() *SessionModeState { return e.s.modes(pickedOf(e.session())) }
 
-// configOptions lists permission, profile and approvals.
+// configOptions lists permission, profile, project and approvals.
 func (e *entry) configOptions() []SessionConfigOption {
-	return e.s.configOptions(pickedOf(e.session()))
+	return e.s.configOptions(pickedOf(e.session()), e.s.projects())
 }
 
 func (s *server) modes(p picked) *SessionModeState {
@@ -62,10 +62,10 @@ func (s *server) modes(p picked) *SessionModeState {
 	return ms
 }
 
-// configOptions lists permission, profile and approvals, in that order.
-// approvals is a boolean where the client renders one, else an on/off
-// select.
-func (s *server) configOptions(p picked) []SessionConfigOption {
+// configOptions lists permission, profile, project (where a project
+// exists, projects naming them) and approvals, in that order. approvals
+// is a boolean where the client renders one, else an on/off select.
+func (s *server) configOptions(p picked, projects []string) []SessionConfigOption {
 	perm := SessionConfigOption{ID: "permission", Name: "Permission", Category: "mode", Type: "select",
 		Description: "What tools may do in this session.", CurrentValue: p.level.String()}
 	for _, l := range s.opts.Levels {
@@ -89,8 +89,8 @@ func (s *server) configOptions(p picked) []SessionConfigOption {
 		appr.Options = []SessionConfigSelectOption{{Value: "on", Name: "On"}, {Value: "off", Name: "Off"}}
 	}
 	opts := []SessionConfigOption{perm, prof}
-	if proj, ok := s.projectOption(p.project); ok {
-		opts = append(opts, proj)
+	if len(projects) > 0 {
+		opts = append(opts, projectOption(p.project, projects))
 	}
 	return append(opts, appr)
 }
@@ -99,15 +99,18 @@ func (s *server) configOptions(p picked) []SessionConfigOption {
 // name can have parentheses.
 const noProject = "(none)"
 
-// projectOption is the project picker, offered where a project exists.
-func (s *server) projectOption(current string) (SessionConfigOption, bool) {
+// projects lists the projects' names for the project picker; none when
+// they cannot be listed, which is logged.
+func (s *server) projects() []string {
 	names, err := s.host.Projects(s.base)
 	if err != nil {
 		s.log.Error("acp: list projects", "err", err)
 	}
-	if len(names) == 0 {
-		return SessionConfigOption{}, false
-	}
+	return names
+}
+
+// projectOption is the project picker among names.
+func projectOption(current string, names []string) SessionConfigOption {
 	if current == "" {
 		current = noProject
 	}
@@ -117,7 +120,7 @@ func (s *server) projectOption(current string) (SessionConfigOption, bool) {
 	for _, n := range names {
 		o.Options = append(o.Options, SessionConfigSelectOption{Value: n, Name: n})
 	}
-	return o, true
+	return o
 }
 
 // switchProject moves the session onto another project, refused while a

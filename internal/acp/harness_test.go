@@ -67,10 +67,13 @@ type harness struct {
 	t      testing.TB
 	client *jsonrpc.Conn
 	host   *host.Host
-	srv    *server
-	prov   *script.Provider
-	cwd    string
-	rawW   io.Writer // the server's input, for lines no client would send
+	db     *sqlite.DB
+	// letOpen lets a held host open (harnessOptions.held).
+	letOpen func()
+	srv     *server
+	prov    *script.Provider
+	cwd     string
+	rawW    io.Writer // the server's input, for lines no client would send
 	// countOnly keeps updates undecoded, so a benchmark measures the
 	// server and not the test's client.
 	countOnly bool
@@ -110,6 +113,13 @@ type harnessOptions struct {
 	// build, when set, runs as each session's engine is built; its error
 	// fails the build.
 	build func() error
+	// held serves the host as meka acp does, opened once initialize is
+	// answered (Options.Open, with the host's Admission), except that the
+	// opening waits for letOpen; openErr, when set, is then its failure.
+	held    bool
+	openErr error
+	// projects, when set, are the host's projects.
+	projects []string
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -126,7 +136,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, prov: script.New(sc), buffers: map[string]string{}, done: make(chan error, 1)}
+	h := &harness{t: t, db: db, prov: script.New(sc), buffers: map[string]string{}, done: make(chan error, 1), letOpen: func() {}}
 	var prov model.Provider = h.prov
 	if o.provider != nil {
 		prov = o.provider
@@ -171,6 +181,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		Home:          o.home,
 		WorkspaceHome: o.workspaceHome,
 		Checkpoints:   checkpointsAt(o.checkpoints),
+		Projects:      projectList(o.projects),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +191,21 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	opts := o.opts
-	opts.Host = hst
+	if o.held {
+		opening := make(chan struct{})
+		h.letOpen = sync.OnceFunc(func() { close(opening) })
+		opts.Open = func(context.Context) (*host.Host, error) {
+			<-opening
+			if o.openErr != nil {
+				return nil, o.openErr
+			}
+			return hst, nil
+		}
+		adm := hst.Admission()
+		opts.Admission = &adm
+	} else {
+		opts.Host = hst
+	}
 	if opts.Profiles == nil {
 		opts.Profiles = []string{"test", "other"}
 	}
@@ -192,9 +217,16 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	h.srv = newServer(opts)
 	h.srv.conn = jsonrpc.NewConn(sr, recorder{h, sw}, h.srv, h.srv.connOptions())
 	h.srv.base = ctx
+	h.srv.openServe = h.srv.opener(ctx, cancel)
 	go func() {
+		// As Serve ends.
 		err := h.srv.conn.Serve(ctx)
-		h.srv.closeAll(context.Background())
+		h.srv.awaitBuilds()
+		h.srv.opening.Do(func() { close(h.srv.ready) })
+		<-h.srv.ready
+		if h.srv.host != nil {
+			h.srv.closeAll(context.Background())
+		}
 		sw.Close()
 		h.done <- err
 	}()
@@ -202,6 +234,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	h.rawW = cw
 	go func() { _ = h.client.Serve(ctx) }()
 	t.Cleanup(func() {
+		h.letOpen()
 		cw.Close()
 		<-h.done
 		cancel()
@@ -476,6 +509,13 @@ func (h *harness) raw(lines string) string {
 		}
 		h.mu.Unlock()
 	}
+}
+
+func projectList(names []string) func(context.Context) ([]string, error) {
+	if names == nil {
+		return nil
+	}
+	return func(context.Context) ([]string, error) { return names, nil }
 }
 
 func checkpointsAt(dir string) *host.CheckpointOptions {

@@ -47,6 +47,11 @@ type Options struct {
 	// and Open's error ends Serve with that error.
 	Host *host.Host
 	Open func(context.Context) (*host.Host, error)
+	// Admission, when set, decides session/new without the host (from
+	// the configuration the host is opened with): the session is answered
+	// at once, and stored and built once the host is open. nil waits for
+	// the host and admits with its own.
+	Admission *host.Admission
 	// Version is meka's version, sent as agentInfo.version.
 	Version string
 	// Profiles names the configured profiles, in the order the profile
@@ -86,22 +91,16 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.base = ctx
-	s.openServe = func() {
-		defer close(s.ready)
-		h, err := opts.Open(ctx)
-		if err != nil {
-			s.openErr = err
-			cancel()
-			return
-		}
-		s.host = h
-	}
+	s.openServe = s.opener(ctx, cancel)
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
 		s.sweepLoop(ctx)
 	}()
 	err := s.conn.Serve(ctx)
+	// The sessions session/new answered are stored and built before ctx
+	// ends: the host may still be opening for them.
+	s.awaitBuilds()
 	cancel()
 	<-sweepDone
 	// A connection that never asked for anything never opened the host.
@@ -112,6 +111,21 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	}
 	s.closeAll(context.WithoutCancel(ctx))
 	return err
+}
+
+// opener opens the host with Options.Open; a failure cancels the
+// connection with cancel.
+func (s *server) opener(ctx context.Context, cancel context.CancelFunc) func() {
+	return func() {
+		defer close(s.ready)
+		h, err := s.opts.Open(ctx)
+		if err != nil {
+			s.openErr = err
+			cancel()
+			return
+		}
+		s.host = h
+	}
 }
 
 // startOpen opens the host in the background, once: after initialize is
@@ -133,6 +147,28 @@ func (s *server) awaitHost(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// admission is what decides session/new: Options.Admission, else the
+// host's own once it is open.
+func (s *server) admission(ctx context.Context) (host.Admission, error) {
+	if s.opts.Admission != nil {
+		return *s.opts.Admission, nil
+	}
+	if err := s.awaitHost(ctx); err != nil {
+		return host.Admission{}, err
+	}
+	return s.host.Admission(), nil
+}
+
+// openHost returns the host if it is open, nil while it opens.
+func (s *server) openHost() *host.Host {
+	select {
+	case <-s.ready:
+		return s.host
+	default:
+		return nil
 	}
 }
 
@@ -218,7 +254,10 @@ func (s *server) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		defer s.startOpen()
 	} else if req.Method != "authenticate" {
 		s.startOpen()
-		err := s.awaitHost(ctx)
+		var err error
+		if req.Method != "session/new" { // which needs only its admission
+			err = s.awaitHost(ctx)
+		}
 		if err == nil {
 			err = s.awaitBuild(ctx, req.Params)
 		}

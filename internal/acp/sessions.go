@@ -56,16 +56,28 @@ func (s *server) newSession(ctx context.Context, p *NewSessionRequest) (*NewSess
 	if added != nil {
 		o.SystemPrompt = *added
 	}
-	// The answer goes out once the session is stored; its engine is
-	// built meanwhile, and a request naming it waits for that.
-	pending, err := s.host.Start(ctx, o)
+	// The answer goes out once the session is admitted, perhaps before
+	// the host is open; it is stored and built afterwards, and a request
+	// naming it waits for that (build.go).
+	adm, err := s.admission(ctx)
+	if err != nil {
+		return nil, err
+	}
+	admitted, err := adm.Admit(o)
 	if err != nil {
 		return nil, s.sessionError("create session", "", err)
 	}
-	meta := pending.Meta()
-	s.build(ctx, pending, len(p.McpServers))
-	chosen := picked{level: pending.Level(), profile: meta.Profile, approvals: meta.Approvals, project: meta.Project}
-	return &NewSessionResponse{SessionID: meta.ID, Modes: s.modes(chosen), ConfigOptions: s.configOptions(chosen)}, nil
+	meta := admitted.Meta()
+	chosen := picked{level: admitted.Level(), profile: meta.Profile, approvals: meta.Approvals, project: meta.Project}
+	// The project picker lists the host's projects: in the answer when
+	// the host is open, else in an update once it is.
+	var projects []string
+	h := s.openHost()
+	if h != nil {
+		projects = s.projects()
+	}
+	s.build(ctx, admitted, len(p.McpServers), h == nil)
+	return &NewSessionResponse{SessionID: meta.ID, Modes: s.modes(chosen), ConfigOptions: s.configOptions(chosen, projects)}, nil
 }
 
 // open opens a stored session for load or resume: refused for a
@@ -181,6 +193,9 @@ func (s *server) forkSession(ctx context.Context, p *LoadSessionRequest) (*NewSe
 }
 
 func (s *server) listSessions(ctx context.Context, p *ListSessionsRequest) (*ListSessionsResponse, error) {
+	if err := s.awaitStored(ctx); err != nil {
+		return nil, err
+	}
 	opts := session.ListOptions{Limit: 50}
 	if p.Cwd != nil && *p.Cwd != "" {
 		c, err := host.Canonical(*p.Cwd)

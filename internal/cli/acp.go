@@ -94,8 +94,11 @@ func runACP(ctx context.Context, g *globals, workspace, readable []string) error
 	// The probes run in child processes, mostly on the other core, and
 	// the first session waits for them: start them with the handshake.
 	sandbox.Warm(g.probeCacheDir())
+	// session/new is answered from the configuration, not the host.
+	adm := g.admission(pre)
 	err = acp.Serve(ctx, g.stdin, g.stdout, acp.Options{
 		Open:                open,
+		Admission:           &adm,
 		Version:             version(),
 		Profiles:            names,
 		DefaultProfile:      g.profile,

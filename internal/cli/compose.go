@@ -140,9 +140,19 @@ func (g *globals) prepare() (*prepared, error) {
 	return &prepared{cfg: cfg, perms: perms}, nil
 }
 
+// admission decides session creations as the host opened on pre will,
+// without it: a front door can answer one while the host opens.
+func (g *globals) admission(pre *prepared) host.Admission {
+	return host.Admission{Permissions: pre.perms, Home: g.getenv("HOME"), WorkspaceHome: g.workspaceHome,
+		Profile: func(name string) (string, error) {
+			p, err := pre.cfg.ResolveProfile(name, g.getenv)
+			return p.Name, err
+		}}
+}
+
 // open opens the database and builds the host on a prepared config.
 func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
-	cfg, perms := pre.cfg, pre.perms
+	cfg, adm := pre.cfg, g.admission(pre)
 	awaitSignals(ctx)
 	sandbox.Warm(g.probeCacheDir()) // while the database opens
 	db, err := g.openDB(ctx, cfg)
@@ -197,10 +207,10 @@ func (g *globals) open(ctx context.Context, pre *prepared) (*app, error) {
 		Definitions:   definitions(agents),
 		Hooks:         hookList.get,
 		Deny:          cfg.Tools.Deny,
-		Permissions:   perms,
+		Permissions:   adm.Permissions,
 		DataDir:       dataDir,
-		Home:          g.getenv("HOME"),
-		WorkspaceHome: g.workspaceHome,
+		Home:          adm.Home,
+		WorkspaceHome: adm.WorkspaceHome,
 		Confinement:   func() string { return sandbox.Describe(cfg.Permissions.Network) },
 		MCP:           servers,
 		ToolSearch:    cfg.MCP.ToolSearch,

@@ -218,6 +218,8 @@ type Host struct {
 	onOpen  func(*Session)
 
 	plans planCache // plans folded from the logs of sessions not open here
+	// admission decides creations from opts' policy and profiles.
+	admission Admission
 }
 
 // New returns a host. It starts nothing.
@@ -240,7 +242,13 @@ func New(opts Options) (*Host, error) {
 	if opts.Holder.Host == "" {
 		opts.Holder.Host, _ = os.Hostname()
 	}
-	return &Host{opts: opts, open: make(map[string]*Session), opening: make(map[string]chan struct{}), reload: make(map[string]bool)}, nil
+	h := &Host{opts: opts, open: make(map[string]*Session), opening: make(map[string]chan struct{}), reload: make(map[string]bool)}
+	h.admission = Admission{Permissions: opts.Permissions, Home: opts.Home, WorkspaceHome: opts.WorkspaceHome,
+		Profile: func(name string) (string, error) {
+			p, err := opts.Profiles(name)
+			return p.Name, err
+		}}
+	return h, nil
 }
 
 // AddRoots adds directories to the workspace of every session opened from
@@ -302,88 +310,44 @@ var ErrLevelNotEnabled = errors.New("permission level is not enabled")
 
 // Create stores a new session and opens it.
 func (h *Host) Create(ctx context.Context, o CreateOptions) (*Session, error) {
-	meta, ws, err := h.createRow(ctx, o)
+	a, err := h.admission.Admit(o)
 	if err != nil {
 		return nil, err
 	}
-	return h.OpenIn(ctx, meta.ID, ws)
+	if err := h.store(ctx, a); err != nil {
+		return nil, err
+	}
+	return h.OpenIn(ctx, a.meta.ID, a.ws)
 }
 
-// createRow checks and stores a new session, returning it and the
-// workspace to open it in.
-func (h *Host) createRow(ctx context.Context, o CreateOptions) (session.Meta, Workspace, error) {
-	cwd, err := Canonical(o.Cwd)
+// store stores an admitted session, once its project is known to exist.
+func (h *Host) store(ctx context.Context, a *Admitted) error {
+	if err := h.checkProject(ctx, a.meta.Project); err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	meta, err := h.opts.Store.Create(ctx, a.meta)
 	if err != nil {
-		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
+		return fmt.Errorf("create session: %w", err)
 	}
-	dirs := make([]string, 0, len(o.AdditionalDirs))
-	for _, d := range o.AdditionalDirs {
-		c, err := Canonical(d)
-		if err != nil {
-			return session.Meta{}, Workspace{}, fmt.Errorf("create session: additional directory: %w", err)
-		}
-		dirs = append(dirs, c)
-	}
-	level := h.opts.Permissions.Default
-	if o.Permission != nil {
-		level = *o.Permission
-	}
-	if !h.opts.Permissions.Offers(level) {
-		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w: %s", ErrLevelNotEnabled, level)
-	}
-	if err := h.checkWorkspace(cwd, level); err != nil {
-		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
-	}
-	if err := h.checkProject(ctx, o.Project); err != nil {
-		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
-	}
-	prof, err := h.opts.Profiles(o.Profile)
-	if err != nil {
-		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
-	}
-	meta, err := h.opts.Store.Create(ctx, session.Meta{
-		ID: o.ID, Cwd: cwd, AdditionalDirs: dirs, Profile: prof.Name, Project: o.Project,
-		Permission: level.String(), Approvals: h.opts.Permissions.Approvals, ParentID: o.ParentID,
-	})
-	if err != nil {
-		return session.Meta{}, Workspace{}, fmt.Errorf("create session: %w", err)
-	}
-	ws := Workspace{}
-	if o.SystemPrompt != "" {
-		ws.SystemPrompt = &o.SystemPrompt
-	}
-	return meta, ws, nil
+	a.meta = meta
+	return nil
 }
 
 // Pending is a session Start created: its row is stored and its lock
 // held, while its engine (tools, prompt, extensions) is built.
 type Pending struct {
-	meta  session.Meta
-	level permission.Level
-	build func() // runs once, in its own goroutine
-	once  sync.Once
-	done  chan struct{}
-	s     *Session // set before done closes, as is err
-	err   error
+	meta session.Meta
+	done chan struct{}
+	s    *Session // set before done closes, as is err
+	err  error
 }
 
-// Meta is the session's description as it was created.
+// Meta is the session's description as it was stored.
 func (p *Pending) Meta() session.Meta { return p.meta }
 
-// Level is the permission level the session starts at.
-func (p *Pending) Level() permission.Level { return p.level }
-
-// Build starts the build, unless it has started. A front door calls it
-// once it has answered, so that the answer does not share the machine
-// with the build.
-func (p *Pending) Build() {
-	p.once.Do(func() { go p.build() })
-}
-
-// Wait starts the build if need be and returns the built session, or
-// why it could not be built; ctx bounds only the wait, not the build.
+// Wait returns the built session, or why it could not be built; ctx
+// bounds only the wait, not the build.
 func (p *Pending) Wait(ctx context.Context) (*Session, error) {
-	p.Build()
 	select {
 	case <-p.done:
 		return p.s, p.err
@@ -392,31 +356,32 @@ func (p *Pending) Wait(ctx context.Context) (*Session, error) {
 	}
 }
 
-// Start is Create that returns once the session is stored and its lock
-// taken, its engine to be built in the background (Pending.Build): a
-// front door answers the creation at once and waits (Pending.Wait)
-// before it uses the session. Meanwhile an Open of the session waits for the build; a
-// failed build releases the lock and leaves the session stored, as a
-// failed Create does.
-func (h *Host) Start(ctx context.Context, o CreateOptions) (*Pending, error) {
-	meta, ws, err := h.createRow(ctx, o)
+// Start is Create for a session admitted already (Admission.Admit,
+// perhaps before the host was open, so that a front door could answer
+// the creation first): it returns once the session is stored and its
+// lock taken, its engine being built in the background (Pending.Wait).
+// Meanwhile an Open of the session waits for the build; a failed build
+// releases the lock and leaves the session stored, as a failed Create
+// does.
+func (h *Host) Start(ctx context.Context, a *Admitted) (*Pending, error) {
+	if err := h.store(ctx, a); err != nil {
+		return nil, err
+	}
+	p := &Pending{meta: a.meta, done: make(chan struct{})}
+	s, op, err := h.begin(ctx, a.meta, a.ws)
 	if err != nil {
 		return nil, err
 	}
-	p := &Pending{meta: meta, level: h.recordedLevel(meta.Permission), done: make(chan struct{})}
-	s, op, err := h.begin(ctx, meta, ws)
-	if err != nil {
-		return nil, err
+	if s != nil { // opened already, by whoever found it first
+		p.s = s
+		close(p.done)
+		return p, nil
 	}
-	p.build = func() {
+	go func() {
 		defer close(p.done)
-		if s != nil { // opened already, by whoever found it first
-			p.s = s
-			return
-		}
-		// Not the request's context: the build outlives the answer.
+		// Not the caller's context: the build outlives its call.
 		p.s, p.err = h.finishOpen(context.WithoutCancel(ctx), op)
-	}
+	}()
 	return p, nil
 }
 

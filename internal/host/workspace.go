@@ -48,10 +48,14 @@ func WideWorkspace(dir, home string) string {
 // Every door that creates, opens in a new directory, forks, moves or
 // raises a session to workspace passes here.
 func (h *Host) checkWorkspace(cwd string, level permission.Level) error {
-	if level != permission.Workspace || h.opts.WorkspaceHome {
+	return h.admission.checkWorkspace(cwd, level)
+}
+
+func (a Admission) checkWorkspace(cwd string, level permission.Level) error {
+	if level != permission.Workspace || a.WorkspaceHome {
 		return nil
 	}
-	if what := WideWorkspace(cwd, h.opts.Home); what != "" {
+	if what := WideWorkspace(cwd, a.Home); what != "" {
 		return &WideWorkspaceError{Dir: cwd, What: what}
 	}
 	return nil

@@ -633,10 +633,17 @@ const scenarios = {
     await init(ctx);
     const s = await newSession(ctx);
     const id = s.sessionId;
-    check(JSON.stringify(s.configOptions.map((o) => o.id)) === '["permission","profile","project","approvals"]', `options ${JSON.stringify(s.configOptions.map((o) => o.id))}`);
-    const proj = s.configOptions[2];
-    check(proj.currentValue === "(none)" && JSON.stringify(proj.options.map((o) => o.value)) === '["(none)","web"]', `project option ${JSON.stringify(proj)}`);
     await prompt(ctx, id, "remember that I like tabs");
+    // The project picker is in the answer, or, when meka's database was
+    // still opening, in a config_option_update before the turn's updates.
+    const ups = of(state, id);
+    const picked = ups.findIndex((u) => u.sessionUpdate === "config_option_update");
+    const turn = ups.findIndex((u) => u.sessionUpdate === "tool_call" || u.sessionUpdate === "agent_message_chunk");
+    const options = picked >= 0 ? ups[picked].configOptions : s.configOptions;
+    check(picked < turn, `the project picker came after the turn's updates (${picked} > ${turn})`);
+    check(JSON.stringify(options.map((o) => o.id)) === '["permission","profile","project","approvals"]', `options ${JSON.stringify(options.map((o) => o.id))}`);
+    const proj = options[2];
+    check(proj.currentValue === "(none)" && JSON.stringify(proj.options.map((o) => o.value)) === '["(none)","web"]', `project option ${JSON.stringify(proj)}`);
     const done = of(state, id, "tool_call_update").find((u) => u.status === "completed");
     const shown = JSON.stringify(done?.content ?? []);
     check(shown.includes("```diff") && shown.includes("+user likes tabs") && shown.includes("--- memory m1"), `memory_write change ${shown}`);
