@@ -150,6 +150,18 @@ func TestNewSessionAnswersBeforeTheHostOpens(t *testing.T) {
 	}
 }
 
+// TestHostOpensAfterNewSession: with an admission, the host does not
+// open after initialize, where it would compete with session/new for
+// the machine, but once session/new is answered.
+func TestHostOpensAfterNewSession(t *testing.T) {
+	h := newHarness(t, harnessOptions{held: true})
+	h.newWhileHeld()
+	<-h.openAsked
+	if !slices.Equal(h.wireAtOpen, []string{"response", "response"}) {
+		t.Fatalf("the host started opening after %v, want the responses to initialize and session/new", h.wireAtOpen)
+	}
+}
+
 // TestNewSessionRefusedBeforeTheHostOpens: what session/new refuses is
 // refused while the host is still opening, as InvalidParams: the home
 // directory as a workspace (without --workspace-home), a relative cwd, a

@@ -68,12 +68,16 @@ type harness struct {
 	client *jsonrpc.Conn
 	host   *host.Host
 	db     *sqlite.DB
-	// letOpen lets a held host open (harnessOptions.held).
-	letOpen func()
-	srv     *server
-	prov    *script.Provider
-	cwd     string
-	rawW    io.Writer // the server's input, for lines no client would send
+	// letOpen lets a held host open (harnessOptions.held); openAsked is
+	// closed once the server starts opening it, and wireAtOpen is what it
+	// had written then.
+	letOpen    func()
+	openAsked  chan struct{}
+	wireAtOpen []string
+	srv        *server
+	prov       *script.Provider
+	cwd        string
+	rawW       io.Writer // the server's input, for lines no client would send
 	// countOnly keeps updates undecoded, so a benchmark measures the
 	// server and not the test's client.
 	countOnly bool
@@ -194,7 +198,10 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	if o.held {
 		opening := make(chan struct{})
 		h.letOpen = sync.OnceFunc(func() { close(opening) })
+		h.openAsked = make(chan struct{})
 		opts.Open = func(context.Context) (*host.Host, error) {
+			h.wireAtOpen = h.wireKinds()
+			close(h.openAsked)
 			<-opening
 			if o.openErr != nil {
 				return nil, o.openErr

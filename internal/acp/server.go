@@ -47,10 +47,13 @@ type Options struct {
 	// and Open's error ends Serve with that error.
 	Host *host.Host
 	Open func(context.Context) (*host.Host, error)
-	// Admission, when set, decides session/new without the host (from
-	// the configuration the host is opened with): the session is answered
-	// at once, and stored and built once the host is open. nil waits for
-	// the host and admits with its own.
+	// Admission, when set with Open, decides session/new without the
+	// host (from the configuration the host is opened with): the session
+	// is answered at once, and stored and built once the host is open.
+	// The host then opens at the first request other than initialize, and
+	// after session/new's answer, not beside it: on a machine with few
+	// cores, the answer would wait for one. nil waits for the host and
+	// admits with its own.
 	Admission *host.Admission
 	// Version is meka's version, sent as agentInfo.version.
 	Version string
@@ -129,8 +132,9 @@ func (s *server) opener(ctx context.Context, cancel context.CancelFunc) func() {
 }
 
 // startOpen opens the host in the background, once: after initialize is
-// answered, or at the first other request, so that the handshake does not
-// share the machine with the database and the sandbox probes.
+// answered (after session/new's answer with an Admission), or at the
+// first other request, so that the handshake does not share the machine
+// with the database and the sandbox probes.
 func (s *server) startOpen() {
 	s.opening.Do(func() { go s.openServe() })
 }
@@ -251,11 +255,17 @@ func (s *server) caps() ClientCapabilities {
 // Handle implements jsonrpc.Handler.
 func (s *server) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	if req.Method == "initialize" {
-		defer s.startOpen()
+		if s.opts.Admission == nil {
+			defer s.startOpen()
+		}
 	} else if req.Method != "authenticate" {
-		s.startOpen()
 		var err error
-		if req.Method != "session/new" { // which needs only its admission
+		if req.Method == "session/new" && s.opts.Admission != nil {
+			// Answered from its admission: the host opens after the
+			// answer, which does not wait for a core beside its opening.
+			jsonrpc.AfterResponse(ctx, s.startOpen)
+		} else {
+			s.startOpen()
 			err = s.awaitHost(ctx)
 		}
 		if err == nil {

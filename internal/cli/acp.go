@@ -68,7 +68,8 @@ func runACP(ctx context.Context, g *globals, workspace, readable []string) error
 	if len(names) == 0 {
 		names = []string{prof.Name}
 	}
-	// The database opens while the editor's initialize is answered; the
+	// The database opens once the editor asks for more than initialize
+	// and session/new, which are answered from the configuration; the
 	// server waits for it before any other request, and its error (with
 	// its exit code) ends the run.
 	var (
