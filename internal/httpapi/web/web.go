@@ -18,8 +18,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"path"
-	"strings"
 	"sync"
 	"time"
 )
@@ -47,26 +45,6 @@ func SetSecurityHeaders(h http.Header) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
-}
-
-// Handler serves the assets: / is index.html; an unknown path is 404.
-// Pages are not cached, so a new binary's app is loaded at once.
-func Handler() http.Handler {
-	files := http.FileServerFS(Assets())
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		p := path.Clean(r.URL.Path)
-		if p != "/" && p != "/index.html" && !strings.HasPrefix(p, "/app/") {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Cache-Control", "no-cache")
-		files.ServeHTTP(w, r)
-	})
 }
 
 // CookieName names the session cookie a login link is exchanged for.
