@@ -107,9 +107,18 @@ func TestLockLostByRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expire(t, url, m.ID)
-	if _, err := b.Sessions().Lock(ctx, m.ID, session.Holder{}); err != nil {
-		t.Fatal(err)
+	// alpha's refresher runs every 100 ms and may renew the lease between
+	// the expiry and beta's take-over (a loaded machine): expire again
+	// until beta wins. Only a lock still held by alpha refuses beta.
+	for attempt := 1; ; attempt++ {
+		expire(t, url, m.ID)
+		_, err := b.Sessions().Lock(ctx, m.ID, session.Holder{})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, session.ErrHeld) || attempt == 50 {
+			t.Fatalf("take-over, attempt %d: %v", attempt, err)
+		}
 	}
 	select {
 	case <-la.(*postgres.Lock).Lost():
