@@ -1,6 +1,8 @@
 // Requests to meka serve's API with the browser session's cookie.
 
-import { taken } from "./early.js";
+// What early.js, run before the modules, sent as the page started.
+const early = self.mekaEarly;
+export const tailPath = early.tailPath;
 
 let onSignedOut = () => {};
 
@@ -15,7 +17,7 @@ export async function api(method, path, body) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const res = await ((method === "GET" && taken(path)) || fetch(path, init));
+  const res = await ((method === "GET" && early.taken(path)) || fetch(path, init));
   if (res.status === 401) {
     onSignedOut("Your browser session has ended.");
     throw new Error("signed out");

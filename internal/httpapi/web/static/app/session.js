@@ -5,8 +5,7 @@
 // pages before it are read and drawn above.
 
 import { h, clear, fmtTokens, fmtCost, statusOf } from "./dom.js";
-import { api, enc } from "./api.js";
-import { tailPath } from "./early.js";
+import { api, enc, tailPath } from "./api.js";
 import { Transcript } from "./transcript.js";
 import { approvalCard, elicitationCard } from "./requests.js";
 
