@@ -3,6 +3,8 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"meka.dev/meka/internal/acp/jsonrpc"
 	"meka.dev/meka/internal/host"
@@ -108,13 +110,7 @@ func (s *server) awaitBuild(ctx context.Context, params json.RawMessage) error {
 // awaitStored waits until every session session/new answered is stored,
 // or failed to be, for a listing that must show them.
 func (s *server) awaitStored(ctx context.Context) error {
-	s.mu.Lock()
-	all := make([]*building, 0, len(s.building))
-	for _, b := range s.building {
-		all = append(all, b)
-	}
-	s.mu.Unlock()
-	for _, b := range all {
+	for _, b := range s.builds() {
 		select {
 		case <-b.stored:
 		case <-ctx.Done():
@@ -126,13 +122,14 @@ func (s *server) awaitStored(ctx context.Context) error {
 
 // awaitBuilds waits for every build, at the connection's end.
 func (s *server) awaitBuilds() {
-	s.mu.Lock()
-	all := make([]*building, 0, len(s.building))
-	for _, b := range s.building {
-		all = append(all, b)
-	}
-	s.mu.Unlock()
-	for _, b := range all {
+	for _, b := range s.builds() {
 		<-b.settled
 	}
+}
+
+// builds are the sessions answered and not yet built, at this moment.
+func (s *server) builds() []*building {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Values(s.building))
 }
