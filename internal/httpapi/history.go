@@ -44,10 +44,7 @@ func (srv *Server) history(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	limit, _ := strconv.Atoi(q.Get("limit"))
-	if limit <= 0 || limit > maxHistoryLimit {
-		limit = defaultHistoryLimit
-	}
+	limit := historyLimit(q)
 	_, newest, err := srv.opts.Feed.Bounds(r.Context())
 	if err != nil {
 		srv.fail(w, r, err)
@@ -109,10 +106,7 @@ func (srv *Server) historyBack(w http.ResponseWriter, r *http.Request, sessionID
 			return
 		}
 		before = n
-		limit, _ = strconv.Atoi(q.Get("limit"))
-		if limit <= 0 || limit > maxHistoryLimit {
-			limit = defaultHistoryLimit
-		}
+		limit = historyLimit(q)
 	}
 	evs, err := srv.opts.Feed.Before(r.Context(), before, sessionID, limit+1)
 	if err != nil {
@@ -160,4 +154,14 @@ func appendCursor(b []byte, id int64) []byte {
 	b = append(b, '"')
 	b = strconv.AppendInt(b, id, 10)
 	return append(b, '"')
+}
+
+// historyLimit is a page's ?limit=, the default when it is missing or
+// out of range.
+func historyLimit(q url.Values) int {
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit <= 0 || limit > maxHistoryLimit {
+		return defaultHistoryLimit
+	}
+	return limit
 }
