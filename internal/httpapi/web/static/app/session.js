@@ -144,7 +144,7 @@ export async function openSession(view, id, app) {
       if (replaying !== "older" && d.changed && d.changed.title) title.textContent = d.changed.title;
       if (!replaying) app.refresh();
     },
-    "feed.reset": () => { t.clear(); },
+    "feed.reset": () => { t.clear(); dropGap(); },
   };
   for (const type of ["schedule.created", "schedule.cancelled", "schedule.changed", "schedule.fired"]) {
     handlers[type] = () => { if (!replaying) loadJobs(); };
@@ -167,6 +167,41 @@ export async function openSession(view, id, app) {
   };
   const pageBefore = (cursor) => api("GET", `${base}/history?before=${enc(cursor)}&limit=${pageEvents}`);
 
+  // readOlder reads the pages before cursor to the first event, each
+  // requested while the one before it replays. One that fails stops it
+  // (no retry unbidden): the history stays incomplete under a notice
+  // whose Retry reads that page again. A clear (feed.reset) or leaving
+  // the session drops them.
+  let gap = null; // the notice
+  const dropGap = () => { if (gap) gap.remove(); gap = null; };
+  const readOlder = async (from) => {
+    const epoch = t.epoch;
+    let at = from, next = pageBefore(from);
+    for (let n = 0; next && n < olderPages; n++) {
+      let page;
+      try { page = await next; } catch (e) { if (t.epoch === epoch) olderFailed(at, e); return; }
+      if (t.epoch !== epoch || !t.el.isConnected) return;
+      dropGap();
+      at = page.prev_cursor;
+      next = at ? pageBefore(at) : null;
+      replay(page, "older");
+    }
+    if (t.epoch === epoch) t.noMore();
+  };
+  // olderFailed puts the notice over the transcript for the page before
+  // cursor; a new one on each failure, so that it is announced again.
+  // Retry is pressed once: a page read twice would join twice. A 401 has
+  // shown the sign-in page already (api.js).
+  const olderFailed = (cursor, e) => {
+    if (e.message === "signed out" || !t.el.isConnected) return;
+    t.stalled();
+    dropGap();
+    const retry = h("button", { type: "button" }, "Retry");
+    retry.addEventListener("click", () => { retry.disabled = true; readOlder(cursor); });
+    gap = h("div", { class: "older-failed", role: "alert" }, h("span", {}, "Older messages could not be loaded."), retry);
+    t.el.before(gap);
+  };
+
   // The last page, and as many before it as the first screen needs, are
   // drawn at once (marked on the browser's performance timeline, for the
   // benchmark).
@@ -174,10 +209,10 @@ export async function openSession(view, id, app) {
   t.holdHistory();
   replay(hist, "tail");
   if (tailPlan) planKnown = true;
-  let cursor = hist.prev_cursor;
+  let cursor = hist.prev_cursor, failed = null;
   for (let n = 0; cursor && t.short() && n < olderPages; n++) {
     let page;
-    try { page = await pageBefore(cursor); } catch { cursor = null; break; }
+    try { page = await pageBefore(cursor); } catch (e) { if (e.message === "signed out") return null; failed = e; break; }
     replay(page, "older");
     cursor = page.prev_cursor;
   }
@@ -200,23 +235,9 @@ export async function openSession(view, id, app) {
     });
   }
 
-  // The pages before, once the first screen is painted, each requested
-  // while the one before it replays. A clear (feed.reset) or leaving the
-  // session drops them.
-  if (cursor) {
-    const epoch = t.epoch;
-    requestAnimationFrame(() => setTimeout(async () => {
-      let next = pageBefore(cursor);
-      for (let n = 0; next && n < olderPages; n++) {
-        let page;
-        try { page = await next; } catch { break; }
-        if (t.epoch !== epoch || !t.el.isConnected) return;
-        next = page.prev_cursor ? pageBefore(page.prev_cursor) : null;
-        replay(page, "older");
-      }
-      if (t.epoch === epoch) t.noMore();
-    }));
-  }
+  // The pages before, once the first screen is painted.
+  if (failed) olderFailed(cursor, failed);
+  else if (cursor) requestAnimationFrame(() => setTimeout(() => readOlder(cursor)));
 
   // Requests still open (the server's lists are the truth: the history
   // names them, answered or not). Read without opening the session.

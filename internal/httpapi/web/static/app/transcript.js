@@ -161,6 +161,13 @@ export class Transcript {
     if (!this.holding) this.queueOlder();
   }
 
+  // stalled says the page before could not be read: the history stays
+  // incomplete (orphans wait for their start), but as nothing is on its
+  // way the transcript is not busy, so its live rows are announced.
+  stalled() {
+    this.el.removeAttribute("aria-busy");
+  }
+
   // drawHistory ends the first pages' replay: the last screenful of rows
   // is built and joins the page now; the older rows follow above it in
   // slices, and at once when the view is scrolled up near them.
