@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,35 @@ func TestAssetsHoldNoHTMLSinksOrExternalFetches(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// early.js starts the app once its first screen is painted, asking for
+// every module at once: its list names each one (a module missing from it
+// is read only when an import finds it, after the others).
+func TestEarlyScriptPreloadsEveryModule(t *testing.T) {
+	early, err := fs.ReadFile(web.Assets(), "app/early.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`const appModules = \[([^\]]*)\]`).FindSubmatch(early)
+	if m == nil {
+		t.Fatal("early.js has no appModules list")
+	}
+	var listed []string
+	for _, q := range regexp.MustCompile(`"([^"]+)"`).FindAllSubmatch(m[1], -1) {
+		listed = append(listed, string(q[1]))
+	}
+	var modules []string
+	names, _ := fs.Glob(web.Assets(), "app/*.js")
+	for _, name := range names {
+		if name != "app/early.js" {
+			modules = append(modules, strings.TrimPrefix(name, "app/"))
+		}
+	}
+	slices.Sort(listed)
+	if !slices.Equal(listed, modules) {
+		t.Fatalf("early.js preloads %v, the app's modules are %v", listed, modules)
 	}
 }
 

@@ -17,13 +17,12 @@ export async function api(method, path, body) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const res = await ((method === "GET" && early.taken(path)) || fetch(path, init));
+  const res = await ((method === "GET" && early.taken(path)) || fetch(path, init).then(early.read));
   if (res.status === 401) {
     onSignedOut("Your browser session has ended.");
     throw new Error("signed out");
   }
-  const text = await res.text();
-  const data = text ? JSON.parse(text) : null;
+  const data = res.json();
   if (!res.ok) {
     const err = new Error((data && (data.detail || data.title)) || res.statusText);
     err.status = res.status;

@@ -2,13 +2,13 @@
 // modules, no build step. Everything that comes from the model, tools or
 // the API is put in the page as text (textContent), never parsed as HTML.
 
-import { h, clear, fmtTime, fmtTokens, fmtCost, statusOf, holderOf } from "./dom.js";
+import { h, clear, fmtTime, fmtTokens, fmtCost, statusOf, holderOf, waiting } from "./dom.js";
 import { api, whenSignedOut } from "./api.js";
 import { openSession } from "./session.js";
 import { inboxView, scheduleView, tasksView } from "./views.js";
 
 const state = {
-  sessions: [],
+  sessions: null, // none read yet
   dir: "", // the list's directory filter
   project: "", // and project filter
   current: null, // the open session's id
@@ -67,7 +67,7 @@ async function loadSessions() {
 
 // titles maps session ids to titles, for the views across sessions.
 function titles() {
-  return new Map(state.sessions.map((s) => [s.id, s.title || "(untitled)"]));
+  return new Map((state.sessions || []).map((s) => [s.id, s.title || "(untitled)"]));
 }
 
 function fillFilter(sel, values, all, keep) {
@@ -79,7 +79,7 @@ function fillFilter(sel, values, all, keep) {
 
 function renderList() {
   const list = document.getElementById("sessions");
-  if (!list) return;
+  if (!list || !state.sessions) return;
   const dirs = [...new Set(state.sessions.map((s) => s.cwd))].sort();
   const projects = [...new Set(state.sessions.map((s) => s.project).filter(Boolean))].sort();
   state.dir = fillFilter(document.getElementById("filter"), dirs, "All directories", state.dir);
@@ -88,8 +88,6 @@ function renderList() {
   const shown = state.sessions.filter((s) => (!state.dir || s.cwd === state.dir) && (!state.project || s.project === state.project));
   const frag = document.createDocumentFragment();
   if (shown.length === 0) frag.append(h("li", { class: "empty" }, "No sessions yet."));
-  let waiting = 0;
-  for (const s of state.sessions) waiting += (s.state.pending_approvals || 0) + (s.state.pending_elicitations || 0);
   for (const s of shown) {
     const st = statusOf(s);
     const p = s.checklist_progress;
@@ -107,15 +105,16 @@ function renderList() {
   clear(list);
   list.append(frag);
   const badge = document.getElementById("inbox-count");
-  if (badge) badge.textContent = waiting ? String(waiting) : "";
+  if (badge) badge.textContent = waiting(state.sessions);
+}
+
+function onFilter() {
+  state.dir = document.getElementById("filter").value;
+  state.project = document.getElementById("project-filter").value;
+  renderList();
 }
 
 function listView() {
-  const onFilter = () => {
-    state.dir = document.getElementById("filter").value;
-    state.project = document.getElementById("project-filter").value;
-    renderList();
-  };
   return h("section", { id: "list", class: "pane" },
     h("div", { class: "bar filters" },
       h("label", { for: "filter", class: "sr" }, "Directory"),
@@ -124,6 +123,13 @@ function listView() {
       h("select", { id: "project-filter", onchange: onFilter })),
     h("ul", { id: "sessions" }),
     newSessionForm());
+}
+
+// adoptList takes the list early.js drew on the first screen: its filters
+// work from now on and the new-session form joins it.
+function adoptList() {
+  for (const id of ["filter", "project-filter"]) document.getElementById(id).addEventListener("change", onFilter);
+  document.getElementById("list").append(newSessionForm());
 }
 
 function newSessionForm() {
@@ -177,7 +183,9 @@ const views = { "#inbox": inboxView, "#schedule": scheduleView, "#tasks": tasksV
 
 let generation = 0; // routes started; a slow one finishing late draws nothing
 
-async function route() {
+// route draws the view the address names. keep is the session whose first
+// screen early.js drew: it stays until this app's replaces it in one go.
+async function route(keep) {
   // A login link followed in a tab already showing the app changes only
   // the fragment: spend its code here too.
   if (new URLSearchParams(location.hash.slice(1)).has("code") && !(await login())) return;
@@ -185,7 +193,6 @@ async function route() {
   const view = document.getElementById("session");
   closeFeed();
   state.reload = null;
-  clear(view);
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.getAttribute("href") === (location.hash || "#"));
   const m = location.hash.match(/^#s\/(.+)$/);
   if (m) {
@@ -195,8 +202,9 @@ async function route() {
     // Its own box: a route taken while this one loads detaches it, so a
     // late answer draws nowhere.
     const box = h("div", { class: "session-view" });
-    view.append(box);
+    if (keep !== state.current) view.replaceChildren(box);
     await openSession(box, state.current, {
+      show: () => { if (gen === generation && !box.isConnected) view.replaceChildren(box); },
       feed: (es) => { if (gen === generation) setFeed(es); else es.close(); },
       refresh: () => loadSessions().catch(() => {}),
       conn: (s) => { conn.textContent = s; },
@@ -204,6 +212,7 @@ async function route() {
     return;
   }
   state.current = null;
+  clear(view);
   const v = views[location.hash];
   document.body.classList.toggle("reading", !!v);
   if (v) {
@@ -241,11 +250,18 @@ function watchAll() {
 
 async function start() {
   if (!(await login())) return;
-  clear(main);
-  main.append(listView(), h("section", { id: "session", class: "pane" }));
+  // The session whose first screen early.js drew, if it did: this app
+  // takes it over, drawing its own in its place.
+  const shown = self.mekaEarly.start();
+  if (shown) {
+    adoptList();
+  } else {
+    clear(main);
+    main.append(listView(), h("section", { id: "session", class: "pane" }));
+  }
   // A session named in the address loads beside the list, not after it.
   const early = /^#s\//.test(location.hash);
-  if (early) route();
+  if (early) route(shown);
   try {
     await loadSessions();
   } catch (err) {
@@ -259,9 +275,10 @@ async function start() {
     h("a", { href: "#inbox", id: "inbox-link" }, "Inbox ", h("span", { id: "inbox-count", class: "count" })),
     h("a", { href: "#schedule" }, "Schedules"),
     h("a", { href: "#tasks" }, "Tasks"));
+  for (const id of ["nav", "logout"]) document.getElementById(id)?.remove(); // the first screen's
   document.getElementById("top").append(nav, out);
   renderList();
-  window.addEventListener("hashchange", route);
+  window.addEventListener("hashchange", () => route());
   // A page left for another and kept in the back-forward cache holds no
   // stream: a browser has six connections to a server for all its tabs,
   // and a stream kept there would leave a page in use waiting for one.

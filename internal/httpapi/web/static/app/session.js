@@ -4,18 +4,22 @@
 // ended (EventSource resends Last-Event-ID on its own reconnects), and the
 // pages before it are read and drawn above.
 
-import { h, clear, fmtTokens, fmtCost, statusOf } from "./dom.js";
+import { h, clear, statusOf } from "./dom.js";
 import { api, enc, tailPath } from "./api.js";
 import { Transcript } from "./transcript.js";
 import { approvalCard, elicitationCard } from "./requests.js";
+
+const { usage: usageText, mark } = self.mekaWords;
 
 // The pages before the last: large, as they are read while the page is
 // already in use; olderPages bounds them (a million events).
 const pageEvents = 2000;
 const olderPages = 500;
 
-// openSession fills view with session id. app gives feed(es) to hold the
-// tab's one stream, refresh() to redraw the list, and conn for status.
+// openSession fills view with session id. app gives show() to put view
+// in the page if it is not (once it can draw at once: a first screen
+// stays until then), feed(es) to hold the tab's one stream, refresh() to
+// redraw the list, and conn for status.
 export async function openSession(view, id, app) {
   const base = `/v1/sessions/${enc(id)}`;
   let rec, hist;
@@ -23,6 +27,7 @@ export async function openSession(view, id, app) {
     [rec, hist] = await Promise.all([api("GET", base), api("GET", tailPath(base))]);
   } catch (err) {
     view.append(h("p", { class: "error" }, err.message));
+    app.show();
     return null;
   }
   const t = new Transcript();
@@ -53,7 +58,7 @@ export async function openSession(view, id, app) {
   };
   const setUsage = () => {
     const u = rec.usage;
-    usage.textContent = u && u.input_tokens + u.output_tokens > 0 ? `${fmtTokens(u.input_tokens + u.output_tokens)} tokens` + fmtCost(u.cost) : "";
+    usage.textContent = usageText(u);
   };
   const setPlan = (items) => {
     clear(plan);
@@ -217,6 +222,7 @@ export async function openSession(view, id, app) {
     cursor = page.prev_cursor;
   }
   if (!cursor) t.noMore();
+  app.show();
   t.drawHistory();
   performance.mark("meka:history-drawn");
   if (tailPlan) setPlan(tailPlan);
@@ -279,8 +285,4 @@ export async function openSession(view, id, app) {
     try { await api("POST", `${base}/turns/${enc(rec.state.turn_id)}/cancel`); } catch (e) { err.textContent = e.message; }
   });
   return rec;
-}
-
-function mark(status) {
-  return { completed: "✓", in_progress: "▸", deferred: "–", pending: "○" }[status] || "○";
 }

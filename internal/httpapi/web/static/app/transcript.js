@@ -3,6 +3,9 @@
 
 import { h, clear } from "./dom.js";
 
+// What rows say, as early.js's first screen says it.
+const { who: whoWrote, messageText, primary, inputText, diffClass } = self.mekaWords;
+
 // A history is read from its end, a page at a time, and each page is
 // replayed into rows above the ones before it. Its last rows are drawn at
 // once, enough to fill a tall screen (a row is at least 20 px high), then
@@ -227,7 +230,7 @@ export class Transcript {
   }
 
   message(d) {
-    const text = (d.content || []).map((c) => c.type === "text" ? c.text : `[${c.type}${c.name ? " " + c.name : ""}]`).join("\n");
+    const text = messageText(d);
     let key = d.row;
     if (!this.page && !this.live.has(key) && d.role === "assistant") {
       // A delta's row is the message's to come; if they differ, the
@@ -235,7 +238,7 @@ export class Transcript {
       for (const [k, el] of this.live) if (el.classList.contains("assistant")) { key = k; break; }
     }
     const live = this.page ? null : this.live.get(key);
-    const who = d.role === "user" ? (d.source === "inbox" ? "steer" : d.source === "schedule" ? "scheduled" : "you") : "meka";
+    const who = whoWrote(d);
     const row = () => h("li", { class: "msg " + d.role, "data-row": d.row }, h("span", { class: "who" }, who), h("div", { class: "body" }, text));
     if (live) {
       live.replaceWith(row());
@@ -334,8 +337,7 @@ export class Transcript {
   showDiff(t) {
     const pre = h("pre", { class: "diff" });
     for (const line of t.diff.split("\n")) {
-      const cls = line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : line.startsWith("@@") ? "hunk" : "";
-      pre.append(h("span", { class: cls }, line + "\n"));
+      pre.append(h("span", { class: diffClass(line) }, line + "\n"));
     }
     t.details.append(h("h3", {}, "Diff"), pre);
     this.fill(t);
@@ -353,17 +355,4 @@ export class Transcript {
     }
     if (d.status && d.status !== "completed") this.notice("warning", "turn " + d.status, "");
   }
-}
-
-function inputText(input) {
-  return typeof input === "string" ? input : JSON.stringify(input, null, 2);
-}
-
-// primary is a tool input's most telling argument, for the card's title.
-function primary(input) {
-  if (!input || typeof input !== "object") return "";
-  for (const k of ["path", "command", "file_path", "pattern", "url", "query"]) {
-    if (typeof input[k] === "string") return input[k];
-  }
-  return "";
 }
