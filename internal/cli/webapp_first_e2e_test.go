@@ -32,8 +32,8 @@ type firstScreen struct{ Nav, List, Bar, Rows []string }
 // A page opened on a session draws its first screen from early.js, before
 // the app has run (its app.js held here), and the app, once it runs, puts
 // the same screen in its place: the views, the list, the session's bar and
-// the transcript's last rows, node for node (their classes, attributes
-// and text).
+// the transcript's last rows (completed, failed and a diff's open card),
+// node for node (their classes, attributes and text).
 func TestWebAppFirstScreenInChromium(t *testing.T) {
 	ctx := chromium(t)
 	const calls = 80
@@ -45,6 +45,8 @@ func TestWebAppFirstScreenInChromium(t *testing.T) {
 		}
 		parts[i] = fmt.Sprintf(`{"id":"c%d","name":"file_read","arguments":{"path":%q}}`, i, path)
 	}
+	// The last call changes a file: its card is drawn open on its diff.
+	parts = append(parts, `{"id":"w","name":"file_write","arguments":{"path":"present.txt","content":"changed\n"}}`)
 	sc, err := script.Parse([]byte(`{"rounds":[{"tool_calls":[` + strings.Join(parts, ",") + `]},{"text":"read them <b>all</b>"}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func TestWebAppFirstScreenInChromium(t *testing.T) {
 		chromedp.Evaluate(firstScreenSnapshot+`(0)`, &early),
 		// Marked, to tell the app's nodes from these.
 		chromedp.Evaluate(`document.querySelectorAll('#main *, #top *').forEach((e) => { e.firstScreen = true; })`, nil))
-	if len(early.Rows) < 20 || len(early.Rows) >= calls+2 || len(early.List) != 1 || len(early.Nav) != 1 || len(early.Bar) != 2 {
+	if len(early.Rows) < 20 || len(early.Rows) >= calls+3 || len(early.List) != 1 || len(early.Nav) != 1 || len(early.Bar) != 2 {
 		t.Fatalf("the first screen: %d rows, %d sessions, %d views, %d bar lines", len(early.Rows), len(early.List), len(early.Nav), len(early.Bar))
 	}
 	if !strings.Contains(early.Rows[len(early.Rows)-1], "read them &lt;b&gt;all&lt;/b&gt;") {
@@ -121,7 +123,7 @@ func TestWebAppFirstScreenInChromium(t *testing.T) {
 	var app firstScreen
 	must("let the app run", fetch.ContinueRequest(held), fetch.Disable(),
 		chromedp.Poll(fmt.Sprintf(`(() => { const tr = document.getElementById('transcript'), li = document.querySelector('#sessions > li'), nav = document.getElementById('nav');
-			return !!document.getElementById('prompt') && tr.children.length === %d && !tr.firstScreen && li && !li.firstScreen && nav && !nav.firstScreen; })()`, calls+2), nil),
+			return !!document.getElementById('prompt') && tr.children.length === %d && !tr.firstScreen && li && !li.firstScreen && nav && !nav.firstScreen; })()`, calls+3), nil),
 		chromedp.Evaluate(fmt.Sprintf(`%s(%d)`, firstScreenSnapshot, len(early.Rows)), &app))
 	for _, part := range []struct {
 		name       string
@@ -131,7 +133,7 @@ func TestWebAppFirstScreenInChromium(t *testing.T) {
 			t.Errorf("the first screen's %s differ from the app's:\nfirst: %s\napp:   %s", part.name, firstDiff(part.early, part.app), firstDiff(part.app, part.early))
 		}
 	}
-	if rows := strings.Join(app.Rows, ""); !strings.Contains(rows, `class="tool completed"`) || !strings.Contains(rows, `class="tool failed"`) {
+	if rows := strings.Join(app.Rows, ""); !strings.Contains(rows, `class="tool completed"`) || !strings.Contains(rows, `class="tool failed"`) || !strings.Contains(rows, `class="diff"`) {
 		t.Fatalf("the rows compared hold no completed and failed cards: %q", app.Rows)
 	}
 }
