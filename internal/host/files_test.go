@@ -282,6 +282,46 @@ func TestAddRoots(t *testing.T) {
 	}
 }
 
+// updateCounter is a store that counts Update calls.
+type updateCounter struct {
+	session.Store
+	updates atomic.Int32
+}
+
+func (u *updateCounter) Update(ctx context.Context, m session.Meta) error {
+	u.updates.Add(1)
+	return u.Store.Update(ctx, m)
+}
+
+// The first message titles the session in the transaction that appends
+// it: no write of the title on its own.
+func TestTitleStoredWithTheFirstMessage(t *testing.T) {
+	f := newFixture(t, `[{"text":"hi"}]`)
+	store := &updateCounter{Store: f.opts.Store}
+	f.opts.Store = store
+	h := f.host(t)
+	s, err := h.Create(t.Context(), host.CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(t.Context(), model.Text{Text: "fix the build"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Meta().Title; got != "fix the build" {
+		t.Fatalf("title %q", got)
+	}
+	stored, err := store.Get(t.Context(), s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Title != "fix the build" {
+		t.Fatalf("stored title %q", stored.Title)
+	}
+	if n := store.updates.Load(); n != 0 {
+		t.Fatalf("%d Update calls for the title", n)
+	}
+}
+
 func TestTitleAndUpdate(t *testing.T) {
 	f := newFixture(t, `[{"text":"hi"},{"text":"again"}]`)
 	h := f.host(t)

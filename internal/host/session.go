@@ -453,20 +453,19 @@ func (s *Session) updateMeta(ctx context.Context, edit func(m *session.Meta) err
 	return nil
 }
 
-// setTitle gives an untitled session the words of its first message.
-func (s *Session) setTitle(ctx context.Context, msg session.UserMessage) {
+// setTitle gives an untitled session the words of its first message,
+// here only: the store titles it in the transaction that appends that
+// message (session.TitleOf, in both stores), so a write of its own would
+// be a second transaction for the same title, on every new session's
+// first turn. Under metaMu, so a front door's Update (which stores the
+// whole description) either precedes it or carries the title.
+func (s *Session) setTitle(msg session.UserMessage) {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
 	s.mu.Lock()
-	titled := s.meta.Title != ""
-	s.mu.Unlock()
-	if titled {
-		return
-	}
-	title := session.TitleOf(msg)
-	if title == "" {
-		return
-	}
-	if err := s.Update(context.WithoutCancel(ctx), func(m *session.Meta) { m.Title = title }); err != nil {
-		s.h.opts.Logger.Warn("set session title", "session_id", s.id, "err", err)
+	defer s.mu.Unlock()
+	if s.meta.Title == "" {
+		s.meta.Title = session.TitleOf(msg)
 	}
 }
 
@@ -676,7 +675,7 @@ func (s *Session) run(ctx context.Context, msg session.UserMessage, started func
 	if err != nil {
 		return agent.Result{}, err
 	}
-	s.setTitle(ctx, msg)
+	s.setTitle(msg)
 	s.waitMCP(ctx)
 	return s.engine.Run(ctx, msg)
 }
